@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for the ntbsmc selftests, sourced by every test script (guest side).
+#
+# A test script is called as
+#   TEST setup            once per kernel, before the roles run (load modules)
+#   TEST run a|b          once per host; in the one-VM topology both roles run at
+#                         once, each in its own network namespace
+#   TEST cleanup          once per kernel, after the roles finished
+# with this environment from vm/guest-run.sh:
+#   ROLE PEER     a or b, and the other one
+#   NTB           the NTB device (PCI name) this host owns
+#   NS            the host's network namespace ("" in the two-VM topology)
+#   MY_IP PEER_IP MY_IP6 PEER_IP6   addresses on the ordinary (veth/virtio) link
+#   SYNC          a directory both hosts see, private to this test
+#   TOPO          onevm or twovm
+#   KBUILD REPO   the test kernel's build tree and the source tree
+
+KSFT_SKIP=4
+NTB_DBG=/sys/kernel/debug
+
+log() { echo "# [$ROLE $(cut -d' ' -f1 /proc/uptime)] $*"; }
+fail() { echo "# [$ROLE] FAIL: $*"; exit 1; }
+
+# check DESCRIPTION CMD...: like an assertion, but the test goes on (so that the
+# peer is not left waiting at a barrier); the test fails at its end via checked.
+_failed=0
+check() {
+	local what=$1
+	shift
+	"$@" && return 0
+	echo "# [$ROLE] FAIL: $what"
+	_failed=1
+	return 1
+}
+checked() { exit $_failed; }
+skip() { echo "# [$ROLE] SKIP: $*"; exit $KSFT_SKIP; }
+
+# run CMD...: logs and runs a command, failing the test when it fails.
+run() {
+	log "+ $*"
+	"$@" || fail "'$*' exited $?"
+}
+
+# inns CMD...: runs CMD in this host's network namespace.
+inns() {
+	if [ -n "$NS" ]; then
+		ip netns exec "$NS" "$@"
+	else
+		"$@"
+	fi
+}
+
+# nap: sleeps 50 ms without starting a process (process start-up costs ~100 ms
+# under emulation): a read that times out on a FIFO nobody writes.
+_nap_fifo=/tmp/.nap.$$
+nap() {
+	if [ -z "${_nap_fd:-}" ]; then
+		mkfifo "$_nap_fifo" && exec {_nap_fd}<>"$_nap_fifo" && rm -f "$_nap_fifo"
+	fi
+	read -r -t 0.05 -u "$_nap_fd" _ || true
+}
+
+now_us() { echo $((${EPOCHREALTIME/./})); }
+
+# wait_for SECONDS DESCRIPTION CMD...: polls CMD every 50 ms until it succeeds.
+wait_for() {
+	local secs=$1 what=$2 end
+	shift 2
+	end=$(($(now_us) + secs * 1000000))
+	until "$@" 2>/dev/null; do
+		[ "$(now_us)" -lt "$end" ] || fail "timed out after ${secs}s waiting for $what"
+		nap
+	done
+}
+
+# barrier NAME: both roles reach NAME before either goes on.
+barrier() {
+	touch "$SYNC/$ROLE.$1"
+	wait_for 120 "$PEER to reach barrier '$1'" test -e "$SYNC/$PEER.$1"
+}
+
+# put NAME VALUE / get NAME: hand a value to the peer through the sync directory.
+put() {
+	echo "$2" >"$SYNC/$ROLE.val.$1.tmp"
+	mv "$SYNC/$ROLE.val.$1.tmp" "$SYNC/$ROLE.val.$1"
+}
+get() {
+	wait_for 120 "$PEER to publish '$1'" test -e "$SYNC/$PEER.val.$1"
+	cat "$SYNC/$PEER.val.$1"
+}
+
+# ko NAME: path of a module of the test kernel.
+ko() {
+	find "$KBUILD" -name "$1.ko" -print -quit
+}
+
+# load_module NAME [PARAMS]: loads a module of the test kernel (once per kernel).
+load_module() {
+	local name=$1
+	shift
+	grep -q "^$name " /proc/modules && return 0
+	local path
+	path=$(ko "$name")
+	[ -n "$path" ] || fail "module $name not built in $KBUILD"
+	run insmod "$path" "$@"
+}
+
+unload_module() {
+	grep -q "^$1 " /proc/modules || return 0
+	run rmmod "$1"
+}
+
+# pci_of_netdev IFACE: the PCI name of the NTB port an ntb_netdev interface runs on.
+ntb_netdev_of() {
+	local dev path
+	for dev in /sys/class/net/*; do
+		path=$(readlink -f "$dev/device" 2>/dev/null) || continue
+		case "$path" in */"$1"/*) basename "$dev"; return 0 ;; esac
+	done
+	return 1
+}

@@ -1,0 +1,206 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The project's test run (`make check`): builds the debug guest kernel (or reuses the
+# cache), the modules and tools, boots the test topologies under QEMU and runs the
+# selftests in them. Prints kselftest TAP and a closing "N passed, N failed" line;
+# exits non-zero on any failure or on any kernel splat in any guest log.
+#
+#   one VM, two hosts:                     two VMs:
+#   +-------------------------------+      +-----------+          +-----------+
+#   | netns a           netns b     |      |   VM a    |  virtio  |   VM b    |
+#   |  va  <-- veth -->  vb         |      |   eth0 <--+-- net  --+--> eth0   |
+#   |  ntb port 0 <-ivshmem-> port 1|      |  ntb port 0 <-ivshmem-> port 1   |
+#   +-------------------------------+      +-----------+          +-----------+
+#
+# Guest logs stay in selftests/output/<time>/ (selftests/output/latest).
+set -u
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO" || exit 1
+
+"$REPO/selftests/vm/deps.sh" || exit 1
+KBUILD=$("$REPO/selftests/vm/kernel.sh" debug) || exit 1
+KIMAGE=$KBUILD/arch/x86/boot/bzImage
+make -s KDIR="$KBUILD" all || exit 1
+make -s headers-check || exit 1
+
+TOP=${NTBSMC_OUT:-$REPO/selftests/output}/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$TOP"
+ln -sfn "$TOP" "$(dirname "$TOP")/latest"
+source "$REPO/selftests/vm/host.sh"
+trap vm_cleanup EXIT
+
+FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
+	      fabric/ntb_perf.sh fabric/ntb_transport.sh)
+FABRIC_TESTS+=(ulp/basic.sh)
+# For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
+[ -n "${NTBSMC_TESTS:-}" ] && read -r -a FABRIC_TESTS <<<"$NTBSMC_TESTS"
+BOOTS=${NTBSMC_BOOTS:-onevm-default onevm-pex8749 twovm}
+
+results=()	# "ok|not ok|skip NAME [# reason]"
+comments=()
+
+record() {
+	results+=("$1")
+}
+
+# merge_tap BOOT TAPFILE...: one result per test; ok only if every host passed it.
+merge_tap() {
+	local boot=$1
+	shift
+	python3 - "$boot" "$@" <<'PY'
+import re, sys
+import os
+boot, files = sys.argv[1], sys.argv[2:]
+single = os.environ.get('SINGLE_HOST_TESTS', '').split()
+res = {}
+order = []
+for f in files:
+    try:
+        lines = open(f).read().splitlines()
+    except OSError:
+        lines = []
+    for l in lines:
+        m = re.match(r'(not ok|ok) (\d+) (\S+)(.*)', l)
+        if not m:
+            continue
+        st, name, rest = m.group(1), m.group(3), m.group(4)
+        if name not in res:
+            order.append(name)
+            res[name] = []
+        res[name].append((st, rest))
+for name in order:
+    rs = res[name]
+    if len(rs) < len(files) and name not in single:
+        print(f"not ok {boot}/{name} # a host did not report")
+    elif any(st == 'not ok' for st, _ in rs):
+        why = ' '.join(r.strip() for st, r in rs if st == 'not ok')
+        print(f"not ok {boot}/{name} {why}")
+    elif all('# SKIP' in r for _, r in rs):
+        print(f"ok {boot}/{name} # SKIP")
+    else:
+        print(f"ok {boot}/{name}")
+PY
+}
+
+# job VM ARGS...: the guest job of VM: run guest-run.sh with ARGS, TAP to tap.VM.
+job() {
+	local vm=$1
+	shift
+	cat >"$RUN/job.$vm" <<JOB
+export REPO=$REPO KBUILD=$KBUILD IVS_PARAMS="$IVS_PARAMS"
+bash $REPO/selftests/vm/guest-run.sh $* >/run/out/tap.$vm
+JOB
+}
+
+# check_boot BOOT VM...: turns a finished boot's outputs into results.
+check_boot() {
+	local boot=$1 vm line taps=()
+	shift
+	for vm in "$@"; do
+		taps+=("$RUN/tap.$vm")
+		[ -e "$RUN/rc.$vm" ] || [ "${killed:-}" = "$vm" ] ||
+			record "not ok $boot/boot_$vm # guest did not finish (see $RUN/console.$vm.log)"
+	done
+	while IFS= read -r line; do
+		record "$line"
+	done < <(SINGLE_HOST_TESTS="peer_death" merge_tap "$boot" "${taps[@]}")
+	local logs=()
+	for vm in "$@"; do
+		logs+=("$RUN/console.$vm.log")
+	done
+	if splats=$(vm_splats "${logs[@]}"); then
+		record "ok $boot/kernel_logs_clean"
+	else
+		comments+=("$splats")
+		record "not ok $boot/kernel_logs_clean # kernel splat in a guest log"
+	fi
+	cat "$RUN"/tap.* 2>/dev/null | grep '^#' >>"$TOP/comments.txt"
+}
+
+# One VM, two hosts in namespaces, for each device profile.
+for profile in default pex8749; do
+	case " $BOOTS " in *" onevm-$profile "*) ;; *) continue ;; esac
+	RUN=$TOP/onevm-$profile
+	mkdir -p "$RUN"
+	IVS_PARAMS="profile=$profile"
+	echo "# booting one VM ($profile profile)"
+	vm_server fabric || exit 1
+	job a onevm "${FABRIC_TESTS[@]}"
+	vm_start a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
+	vm_wait a
+	check_boot "onevm-$profile" a
+	vm_cleanup
+	_servers=() _qemus=()
+done
+
+# Two VMs joined by virtio-net over loopback; at the end VM b dies and VM a must
+# see the link go down within the link timeout.
+case " $BOOTS " in *" twovm "*) twovm=1 ;; *) twovm=0 ;; esac
+[ $twovm = 1 ] && {
+RUN=$TOP/twovm
+mkdir -p "$RUN"
+IVS_PARAMS="profile=default"
+echo "# booting two VMs"
+vm_server fabric || exit 1
+netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+job a twovm a "${FABRIC_TESTS[@]}" fabric/peer_death.sh
+job b twovm b "${FABRIC_TESTS[@]}" fabric/peer_death.sh
+vm_start a $(vm_ntb_port fabric 0) \
+	-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+sleep 1
+vm_start b $(vm_ntb_port fabric 0) \
+	-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+killed=""
+deadline=$((SECONDS + VM_TIMEOUT))
+while [ ! -e "$RUN/sync/b.dying" ] && [ $SECONDS -lt $deadline ] &&
+      kill -0 "$(vm_pid b)" 2>/dev/null; do
+	sleep 0.2
+done
+if [ -e "$RUN/sync/b.dying" ]; then
+	t0=$(date +%s%N)
+	kill -KILL "$(vm_pid b)"
+	killed=b
+	touch "$RUN/sync/host.killed"
+	while [ ! -e "$RUN/sync/twovm-peer_death/a.down" ] &&
+	      [ $(($(date +%s%N) - t0)) -lt 30000000000 ]; do
+		sleep 0.01
+	done
+	if [ -e "$RUN/sync/twovm-peer_death/a.down" ]; then
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		echo "# twovm: link down seen by VM a ${ms} ms after VM b was killed"
+		if [ "$ms" -le 1000 ]; then
+			record "ok twovm/link_down_when_peer_vm_dies # ${ms} ms"
+		else
+			record "not ok twovm/link_down_when_peer_vm_dies # ${ms} ms > 1000 ms"
+		fi
+	else
+		record "not ok twovm/link_down_when_peer_vm_dies # not seen within 30 s"
+	fi
+else
+	record "not ok twovm/link_down_when_peer_vm_dies # VM b never got there"
+fi
+vm_wait a
+check_boot twovm a b
+vm_cleanup
+}
+
+# Report
+echo "TAP version 13"
+echo "1..${#results[@]}"
+pass=0 failn=0 skipn=0 i=0
+for r in "${results[@]}"; do
+	i=$((i + 1))
+	case "$r" in
+	"not ok "*) echo "not ok $i ${r#not ok }"; failn=$((failn + 1)) ;;
+	*"# SKIP"*) echo "ok $i ${r#ok }"; skipn=$((skipn + 1)) ;;
+	*) echo "ok $i ${r#ok }"; pass=$((pass + 1)) ;;
+	esac
+done
+for c in "${comments[@]}"; do
+	echo "$c" | sed 's/^/# /'
+done
+grep -h 'figure:' "$TOP/comments.txt" 2>/dev/null
+echo "# guest logs: $TOP"
+echo "$pass passed, $failn failed, $skipn skipped"
+[ "$failn" = 0 ]

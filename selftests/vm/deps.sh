@@ -1,0 +1,20 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Installs the Debian 12 packages the build, the tests and the demo need, if missing.
+set -eu
+pkgs=(build-essential bc bison flex libelf-dev libssl-dev pkg-config kmod cpio
+      linux-source-6.1 linux-headers-amd64 qemu-system-x86 libnl-3-dev
+      libnl-genl-3-dev python3 iproute2 iputils-ping procps)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} = 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: missing packages (${missing[*]}); run as root to install them" >&2
+	exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-2.0
+# Host-side helpers to boot selftest guests under QEMU (TCG): the ivshmem server that
+# joins their NTB ports, the guests themselves, and the scan of their logs.
+# Needs: REPO, RUN (the run directory, shared with the guests as "out"), KIMAGE.
+
+QEMU=${QEMU:-qemu-system-x86_64}
+VM_MEM=${VM_MEM:-2G}
+VM_SMP=${VM_SMP:-2}
+VM_TIMEOUT=${VM_TIMEOUT:-1500}
+SHM_SIZE=${SHM_SIZE:-64M}
+IVS_VECTORS=${IVS_VECTORS:-4}
+
+_servers=()
+_qemus=()
+
+# vm_server NAME: starts an ivshmem server; its socket is $RUN/NAME.sock.
+vm_server() {
+	local name=$1 i
+	rm -f "$RUN/$name.pid"
+	"$REPO/selftests/vm/ivshmem-server" -S "$RUN/$name.sock" \
+		-m "/dev/shm/ntbsmc-$$-$name" -l "$SHM_SIZE" -n "$IVS_VECTORS" \
+		-F "$RUN/$name.pid" -v 2>>"$RUN/$name.log" &
+	_servers+=($!)
+	for i in $(seq 100); do
+		[ -e "$RUN/$name.pid" ] && return 0
+		sleep 0.1
+	done
+	echo "host: ivshmem server $name did not start (see $RUN/$name.log)" >&2
+	return 1
+}
+
+# vm_ntb_port SERVER N: QEMU arguments for the VM's NTB port N on SERVER's fabric.
+vm_ntb_port() {
+	echo "-chardev socket,path=$RUN/$1.sock,id=ivs$2" \
+		"-device ivshmem-doorbell,chardev=ivs$2,vectors=$IVS_VECTORS"
+}
+
+# vm_start VM QEMU-ARGS...: boots guest VM in the background; it runs $RUN/job.VM.
+vm_start() {
+	local vm=$1
+	shift
+	local append="console=ttyS0 root=/dev/root rootfstype=9p"
+	append+=" rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=262144 ro"
+	append+=" init=$REPO/selftests/vm/guest-init NTBSMC_VM=$vm panic=-1"
+	append+=" kmemleak=on"
+	rm -f "$RUN/rc.$vm"
+	# shellcheck disable=SC2068
+	timeout -s KILL "$VM_TIMEOUT" "$QEMU" -M pc -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
+		-nodefaults -display none -no-reboot \
+		-kernel "$KIMAGE" -append "$append" \
+		-serial "file:$RUN/console.$vm.log" \
+		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
+		-device virtio-9p-pci,fsdev=root,mount_tag=root \
+		-fsdev "local,id=out,path=$RUN,security_model=none,multidevs=remap" \
+		-device virtio-9p-pci,fsdev=out,mount_tag=out \
+		-device virtio-rng-pci \
+		$@ >"$RUN/qemu.$vm.log" 2>&1 &
+	_qemus+=($!)
+	eval "_qemu_$vm=$!"
+}
+
+# vm_pid VM: the QEMU process of VM.
+vm_pid() {
+	eval "echo \${_qemu_$1}"
+}
+
+# vm_wait VM...: waits for the guests to end.
+vm_wait() {
+	local vm
+	for vm in "$@"; do
+		wait "$(vm_pid "$vm")" 2>/dev/null
+	done
+}
+
+vm_cleanup() {
+	local p
+	for p in "${_qemus[@]}" "${_servers[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	rm -f /dev/shm/ntbsmc-$$-*
+}
+
+# Patterns of a kernel splat: any of them in a guest log fails the run.
+SPLAT_RE='BUG:|WARNING:|KASAN|UBSAN|Oops|general protection|Kernel panic|kernel BUG|'
+SPLAT_RE+='possible circular locking|possible recursive locking|inconsistent lock state|'
+SPLAT_RE+='suspicious RCU usage|sleeping function called from invalid context|'
+SPLAT_RE+='kmemleak: unreferenced|hung_task|soft lockup|rcu_sched self-detected|'
+SPLAT_RE+='Call Trace:|list_add corruption|list_del corruption|ODEBUG:'
+
+# vm_splats LOG...: prints the splat lines of the logs; fails when there are some,
+# or when a log is missing or empty (no log proves nothing).
+vm_splats() {
+	local f
+	for f in "$@"; do
+		[ -s "$f" ] || { echo "$f: missing or empty"; return 1; }
+	done
+	grep -E -H "$SPLAT_RE" "$@"
+	[ $? = 1 ]
+}

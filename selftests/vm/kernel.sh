@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Builds (or reuses) the selftests' guest kernel from Debian's linux-source-6.1 and
+# prints the build directory. The cache lives outside the checkout, keyed by the
+# source package version and the exact config fragments, so a later run with the same
+# inputs reuses it.
+#
+#   kernel.sh debug     tinyconfig + config.vm + config + config.debug  (make check)
+#   kernel.sh nodebug   the same without config.debug                    (make bench)
+set -euo pipefail
+
+flavour=${1:-debug}
+here=$(cd "$(dirname "$0")" && pwd)
+sel=$(dirname "$here")
+cache=${NTBSMC_CACHE:-/var/cache/ntbsmc}
+
+frags=("$sel/config.vm" "$sel/config")
+case "$flavour" in
+debug) frags+=("$sel/config.debug") ;;
+nodebug) ;;
+*) echo "kernel.sh: unknown flavour '$flavour' (debug|nodebug)" >&2; exit 2 ;;
+esac
+
+tarball=/usr/src/linux-source-6.1.tar.xz
+if [ ! -f "$tarball" ]; then
+	echo "kernel.sh: $tarball missing (apt-get install linux-source-6.1)" >&2
+	exit 1
+fi
+srcver=$(dpkg-query -W -f '${Version}' linux-source-6.1)
+key=$( (echo "$srcver"; echo "$flavour"; cat "${frags[@]}" "$0") | sha256sum | cut -c1-16)
+src=$cache/src-$srcver
+out=$cache/kernel-$flavour-$key
+
+if [ -f "$out/.ntbsmc-done" ]; then
+	echo "$out"
+	exit 0
+fi
+
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+if [ ! -f "$src/.ntbsmc-done" ]; then
+	echo "kernel.sh: unpacking linux-source $srcver" >&2
+	rm -rf "$src" "$src.tmp"
+	mkdir -p "$src.tmp"
+	tar -C "$src.tmp" --strip-components=1 -xf "$tarball"
+	touch "$src.tmp/.ntbsmc-done"
+	mv "$src.tmp" "$src"
+fi
+if [ ! -f "$out/.ntbsmc-done" ]; then
+	echo "kernel.sh: building $flavour kernel in $out (about 11 minutes)" >&2
+	rm -rf "$out"
+	mkdir -p "$out"
+	make -s -C "$src" O="$out" tinyconfig >&2
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${frags[@]}" >/dev/null
+	make -s -C "$src" O="$out" olddefconfig >&2
+	# merge_config only warns; an option that did not stick is a broken fragment.
+	missing=0
+	for f in "${frags[@]}"; do
+		while read -r line; do
+			case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+			if ! grep -qx "$line" "$out/.config"; then
+				echo "kernel.sh: $line (from $(basename "$f")) did not stick" >&2
+				missing=1
+			fi
+		done <"$f"
+	done
+	[ "$missing" = 0 ] || exit 1
+	make -C "$src" O="$out" -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1 ||
+		{ tail -30 "$out/build.log" >&2; exit 1; }
+	touch "$out/.ntbsmc-done"
+fi
+echo "$out"
