@@ -1,0 +1,22 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ntb_perf over the emulated fabric: each host writes into the peer's window with the
+# CPU; records the bandwidth.
+source "$REPO/selftests/lib.sh"
+
+case $1 in
+setup) load_module ntb_perf total_order=${PERF_TOTAL_ORDER:-24}; exit ;;
+cleanup) unload_module ntb_perf; exit ;;
+esac
+
+P=$NTB_DBG/ntb_perf/$NTB
+wait_for 30 "ntb_perf on $NTB" test -e "$P/run"
+barrier start
+# Submitting waits for ntb_perf's own handshake with the peer (link up, windows).
+run timeout 120 sh -c "echo 0 >$P/run"
+out=$(cat "$P/run") || fail "ntb_perf run failed"
+echo "$out" | sed 's/^/# /'
+mbs=$(echo "$out" | sed -n 's/.*, \([0-9]*\) MBytes\/s/\1/p' | head -1)
+[ -n "$mbs" ] && [ "$mbs" -gt 0 ] || fail "no bandwidth in ntb_perf output"
+log "figure: ntb_perf $TOPO $NTB->peer ${mbs} MB/s"
+barrier done
