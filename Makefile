@@ -4,16 +4,15 @@
 # make check        the test suite: guest kernel, QEMU topologies, kselftest TAP
 # make demo         the main job on the emulated fabric
 # make bench        figures on the non-debug guest kernel
-# make install      modules into /lib/modules/$(uname -r) of KDIR's kernel
+# make install      modules and tools for KDIR's kernel (real hardware)
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 DEBIAN_KDIR ?= $(firstword $(wildcard /usr/src/linux-headers-*-amd64))
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Werror -std=gnu11
 
-TOOLS := selftests/vm/ivshmem-server
+TOOLS := selftests/vm/ivshmem-server selftests/ulp/nbench
 MODULE_SRCS := $(filter-out %.mod.c,$(wildcard ntbsmc/*.c selftests/fabric/*.c))
-HC_DIR := $(CURDIR)/.headers-check
 
 all: modules tools
 
@@ -22,29 +21,45 @@ modules:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
 
 tools: $(TOOLS)
+	$(MAKE) -C netlink-tool
+	$(MAKE) -C selftests/ulp
 
 selftests/vm/ivshmem-server: selftests/vm/ivshmem-server.c
 	$(CC) $(CFLAGS) -o $@ $<
 
+selftests/ulp/nbench: selftests/ulp/nbench.c include/uapi/linux/ntbsmc.h
+	$(CC) $(CFLAGS) -Iinclude/uapi -o $@ $<
+
 # Debian's kernel has no NTB core, so modules cannot link against it; every object
-# must still compile warning-free with W=1 against its headers.
+# must still compile warning-free with W=1 against its headers (in a private tree,
+# so that objects built for another kernel prove nothing).
 headers-check:
 	@test -d "$(DEBIAN_KDIR)" || { echo "Error: linux-headers-amd64 not installed" >&2; exit 1; }
-	rm -rf $(HC_DIR) && mkdir -p $(HC_DIR)
-	cp -r Kbuild ntbsmc include $(HC_DIR)/ && mkdir -p $(HC_DIR)/selftests
-	cp -r selftests/fabric $(HC_DIR)/selftests/
-	$(MAKE) -C $(DEBIAN_KDIR) M=$(HC_DIR) W=1 $(MODULE_SRCS:.c=.o)
-	rm -rf $(HC_DIR)
+	@d=$$(mktemp -d /tmp/ntbsmc-hc.XXXXXX) && \
+	cp -r Kbuild ntbsmc include $$d/ && mkdir -p $$d/selftests && \
+	cp -r selftests/fabric $$d/selftests/ && \
+	rm -f $$d/ntbsmc/*.o $$d/selftests/fabric/*.o && \
+	$(MAKE) -C $(DEBIAN_KDIR) M=$$d W=1 $(MODULE_SRCS:.c=.o); \
+	rc=$$?; rm -rf $$d; exit $$rc
 
 check:
 	bash selftests/run_tests.sh
 
+demo:
+	bash selftests/vm/demo.sh
+
+bench:
+	bash selftests/vm/bench.sh
+
 install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
 	depmod -a
+	$(MAKE) -C netlink-tool install
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	rm -f $(TOOLS)
+	-$(MAKE) -C netlink-tool clean
+	-$(MAKE) -C selftests/ulp clean
 
-.PHONY: all modules tools headers-check check install clean
+.PHONY: all modules tools headers-check check demo bench install clean

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * ntbsmc: TCP sockets over PCIe NTB, the public contract between the kernel module
+ * and userspace (socket options, connection modes, fallback reasons).
+ *
+ * A TCP socket opts in with
+ *	setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", sizeof("ntbsmc"));
+ * before connect() or listen(). Both ends then negotiate over the TCP connection
+ * whether they share an NTB fabric; the connection runs over NTB if they do and
+ * stays plain TCP (with a reason) if they don't.
+ */
+#ifndef _UAPI_LINUX_NTBSMC_H
+#define _UAPI_LINUX_NTBSMC_H
+
+#include <linux/types.h>
+
+#define NTBSMC_ULP_NAME		"ntbsmc"
+
+/* Socket option level of ntbsmc's own options (getsockopt/setsockopt). */
+#define SOL_NTBSMC		0x4e54
+
+/**
+ * enum ntbsmc_sockopt - options at level %SOL_NTBSMC
+ * @NTBSMC_INFO: (get) struct ntbsmc_info: the connection's mode, why it fell back,
+ *	and what crossed NTB. Waits for nothing: during the handshake the mode is
+ *	%NTBSMC_MODE_HANDSHAKE.
+ */
+enum ntbsmc_sockopt {
+	NTBSMC_INFO = 1,
+};
+
+/**
+ * enum ntbsmc_mode - how a connection moves its data
+ * @NTBSMC_MODE_HANDSHAKE: negotiation still running
+ * @NTBSMC_MODE_NTB: over NTB shared memory
+ * @NTBSMC_MODE_TCP: plain TCP (fallback); &ntbsmc_info.reason says why
+ * @NTBSMC_MODE_LISTEN: a listening socket (its accepted sockets have a mode)
+ */
+enum ntbsmc_mode {
+	NTBSMC_MODE_HANDSHAKE,
+	NTBSMC_MODE_NTB,
+	NTBSMC_MODE_TCP,
+	NTBSMC_MODE_LISTEN,
+
+	__NTBSMC_MODE_MAX
+};
+
+/**
+ * enum ntbsmc_reason - why a connection runs over TCP (and what a DECLINE carries)
+ * @NTBSMC_REASON_NONE: not fallen back
+ * @NTBSMC_REASON_PEER_NO_OFFER: the peer did not offer ntbsmc in its SYN/SYN-ACK
+ * @NTBSMC_REASON_PEER_SMC: the peer is Linux SMC, not ntbsmc
+ * @NTBSMC_REASON_NO_FABRIC: no NTB fabric with a live link is shared with the peer
+ * @NTBSMC_REASON_LINK_DOWN: the shared NTB link is down
+ * @NTBSMC_REASON_NO_BUFFER: no receive buffer space left on the link
+ * @NTBSMC_REASON_NO_MEMORY: out of kernel memory
+ * @NTBSMC_REASON_VERSION: no common protocol version
+ * @NTBSMC_REASON_TIMEOUT: a handshake message did not arrive in time
+ * @NTBSMC_REASON_DECLINED: the peer declined; &ntbsmc_info.peer_reason says why
+ * @NTBSMC_REASON_DISABLED: ntbsmc is disabled in this network namespace
+ * @NTBSMC_REASON_PROTOCOL: the peer sent a malformed handshake message
+ */
+enum ntbsmc_reason {
+	NTBSMC_REASON_NONE,
+	NTBSMC_REASON_PEER_NO_OFFER,
+	NTBSMC_REASON_PEER_SMC,
+	NTBSMC_REASON_NO_FABRIC,
+	NTBSMC_REASON_LINK_DOWN,
+	NTBSMC_REASON_NO_BUFFER,
+	NTBSMC_REASON_NO_MEMORY,
+	NTBSMC_REASON_VERSION,
+	NTBSMC_REASON_TIMEOUT,
+	NTBSMC_REASON_DECLINED,
+	NTBSMC_REASON_DISABLED,
+	NTBSMC_REASON_PROTOCOL,
+
+	__NTBSMC_REASON_MAX
+};
+
+/**
+ * struct ntbsmc_info - result of getsockopt(SOL_NTBSMC, NTBSMC_INFO)
+ * @mode: enum ntbsmc_mode
+ * @reason: enum ntbsmc_reason, when @mode is %NTBSMC_MODE_TCP
+ * @peer_reason: the reason the peer gave, when @reason is %NTBSMC_REASON_DECLINED
+ * @lgr_id: link group the connection runs on (NTB mode), else 0
+ * @tx_bytes: payload bytes this socket wrote into the peer's buffer over NTB
+ * @rx_bytes: payload bytes this socket read from its own buffer over NTB
+ * @rmb_size: size of this connection's receive buffer (NTB mode)
+ * @peer_rmb_size: size of the peer's receive buffer (NTB mode)
+ */
+struct ntbsmc_info {
+	__u32 mode;
+	__u32 reason;
+	__u32 peer_reason;
+	__u32 lgr_id;
+	__u64 tx_bytes;
+	__u64 rx_bytes;
+	__u32 rmb_size;
+	__u32 peer_rmb_size;
+};
+
+
+/*
+ * Generic netlink family NTBSMC_GENL_NAME. Every command works on the caller's
+ * network namespace. Dumps need no privilege (connections: only those the caller
+ * could see with ss); changes need CAP_NET_ADMIN in the namespace's user namespace.
+ */
+#define NTBSMC_GENL_NAME	"ntbsmc"
+#define NTBSMC_GENL_VERSION	1
+
+/**
+ * enum ntbsmc_cmd - generic netlink commands
+ * @NTBSMC_CMD_DEV_GET: dump the NTB devices serving this namespace (or, with
+ *	%NTBSMC_A_DEV_NAME, one device of any namespace the caller administers);
+ *	replies with nested %NTBSMC_A_DEV
+ * @NTBSMC_CMD_DEV_SET: change a device (%NTBSMC_A_DEV_NAME required):
+ *	%NTBSMC_A_DEV_ENABLED, and %NTBSMC_A_DEV_NETNS_PID or %NTBSMC_A_DEV_NETNS_FD
+ *	to move it to another namespace (its connections are reset)
+ * @NTBSMC_CMD_LGR_GET: dump link groups, nested %NTBSMC_A_LGR
+ * @NTBSMC_CMD_CONN_GET: dump ntbsmc connections, nested %NTBSMC_A_CONN
+ * @NTBSMC_CMD_STATS_GET: the namespace's counters, nested %NTBSMC_A_STATS
+ * @NTBSMC_CMD_STATS_RESET: zero the namespace's counters
+ */
+enum ntbsmc_cmd {
+	NTBSMC_CMD_UNSPEC,
+	NTBSMC_CMD_DEV_GET,
+	NTBSMC_CMD_DEV_SET,
+	NTBSMC_CMD_LGR_GET,
+	NTBSMC_CMD_CONN_GET,
+	NTBSMC_CMD_STATS_GET,
+	NTBSMC_CMD_STATS_RESET,
+
+	__NTBSMC_CMD_MAX
+};
+#define NTBSMC_CMD_MAX (__NTBSMC_CMD_MAX - 1)
+
+/**
+ * enum ntbsmc_attr - top-level attributes
+ * @NTBSMC_A_DEV: nested, enum ntbsmc_dev_attr
+ * @NTBSMC_A_LGR: nested, enum ntbsmc_lgr_attr
+ * @NTBSMC_A_CONN: nested, enum ntbsmc_conn_attr
+ * @NTBSMC_A_STATS: nested, enum ntbsmc_stats_attr
+ * @NTBSMC_A_DEV_NAME: string, NTB device name (DEV_GET filter, DEV_SET target)
+ * @NTBSMC_A_DEV_ENABLED: u8, use the device for ntbsmc (DEV_SET)
+ * @NTBSMC_A_DEV_NETNS_PID: u32, move the device to this process's namespace
+ * @NTBSMC_A_DEV_NETNS_FD: u32, move the device to the namespace of this fd
+ */
+enum ntbsmc_attr {
+	NTBSMC_A_UNSPEC,
+	NTBSMC_A_DEV,
+	NTBSMC_A_LGR,
+	NTBSMC_A_CONN,
+	NTBSMC_A_STATS,
+	NTBSMC_A_DEV_NAME,
+	NTBSMC_A_DEV_ENABLED,
+	NTBSMC_A_DEV_NETNS_PID,
+	NTBSMC_A_DEV_NETNS_FD,
+	NTBSMC_A_PAD,
+
+	__NTBSMC_A_MAX
+};
+#define NTBSMC_A_MAX (__NTBSMC_A_MAX - 1)
+
+/**
+ * enum ntbsmc_dev_attr - an NTB device (in %NTBSMC_A_DEV)
+ * @NTBSMC_DEV_NAME: string, the NTB device's name
+ * @NTBSMC_DEV_FABRIC_ID: binary, 16 bytes, identity of the fabric the port is on
+ * @NTBSMC_DEV_STATE: u8, enum ntbsmc_dev_state_uapi
+ * @NTBSMC_DEV_ENABLED: u8, used by ntbsmc
+ * @NTBSMC_DEV_NETNS_COOKIE: u64, cookie of the namespace it serves
+ * @NTBSMC_DEV_WINDOW_SIZE: u64, bytes of the inbound window used
+ * @NTBSMC_DEV_MW_COUNT: u32, memory windows the device has
+ * @NTBSMC_DEV_DB_COUNT: u32, doorbell bits
+ * @NTBSMC_DEV_SPAD_COUNT: u32, scratchpads
+ * @NTBSMC_DEV_RMB_SIZE: u32, bytes per connection buffer
+ * @NTBSMC_DEV_RMB_COUNT: u32, connection buffers
+ * @NTBSMC_DEV_PEER_SYSID: binary, 16 bytes, the peer system (once the link is up)
+ */
+enum ntbsmc_dev_attr {
+	NTBSMC_DEV_UNSPEC,
+	NTBSMC_DEV_NAME,
+	NTBSMC_DEV_FABRIC_ID,
+	NTBSMC_DEV_STATE,
+	NTBSMC_DEV_ENABLED,
+	NTBSMC_DEV_NETNS_COOKIE,
+	NTBSMC_DEV_WINDOW_SIZE,
+	NTBSMC_DEV_MW_COUNT,
+	NTBSMC_DEV_DB_COUNT,
+	NTBSMC_DEV_SPAD_COUNT,
+	NTBSMC_DEV_RMB_SIZE,
+	NTBSMC_DEV_RMB_COUNT,
+	NTBSMC_DEV_PEER_SYSID,
+	NTBSMC_DEV_PAD,
+
+	__NTBSMC_DEV_MAX
+};
+#define NTBSMC_DEV_MAX (__NTBSMC_DEV_MAX - 1)
+
+/* NTBSMC_DEV_STATE values */
+enum ntbsmc_dev_state_uapi {
+	NTBSMC_DEV_STATE_DOWN,		/* NTB link down */
+	NTBSMC_DEV_STATE_BRINGUP,	/* link up, exchanging scratchpads */
+	NTBSMC_DEV_STATE_ACTIVE,	/* usable */
+};
+
+/**
+ * enum ntbsmc_lgr_attr - a link group (in %NTBSMC_A_LGR)
+ * @NTBSMC_LGR_ID: u32
+ * @NTBSMC_LGR_DEV: string, the NTB device it runs on
+ * @NTBSMC_LGR_PEER_SYSID: binary, 16 bytes
+ * @NTBSMC_LGR_CONNS: u32, connections
+ * @NTBSMC_LGR_TX_BYTES: u64, bytes sent by its closed connections
+ * @NTBSMC_LGR_RX_BYTES: u64, bytes received by its closed connections
+ * @NTBSMC_LGR_AGE_MS: u64, since it was created
+ * @NTBSMC_LGR_IDLE_MS: u64, since its last connection ended (0 while in use)
+ */
+enum ntbsmc_lgr_attr {
+	NTBSMC_LGR_UNSPEC,
+	NTBSMC_LGR_ID,
+	NTBSMC_LGR_DEV,
+	NTBSMC_LGR_PEER_SYSID,
+	NTBSMC_LGR_CONNS,
+	NTBSMC_LGR_TX_BYTES,
+	NTBSMC_LGR_RX_BYTES,
+	NTBSMC_LGR_AGE_MS,
+	NTBSMC_LGR_IDLE_MS,
+	NTBSMC_LGR_PAD,
+
+	__NTBSMC_LGR_MAX
+};
+#define NTBSMC_LGR_MAX (__NTBSMC_LGR_MAX - 1)
+
+/**
+ * enum ntbsmc_stats_attr - counters of a namespace (in %NTBSMC_A_STATS), u64 each
+ * @NTBSMC_STATS_CONN_NTB: connections that ran over NTB
+ * @NTBSMC_STATS_CONN_TCP: connections that fell back to TCP
+ * @NTBSMC_STATS_HS_ERR: handshakes ended by a malformed message
+ * @NTBSMC_STATS_TX_BYTES: payload bytes sent over NTB
+ * @NTBSMC_STATS_RX_BYTES: payload bytes received over NTB
+ * @NTBSMC_STATS_DB_TX: doorbells rung
+ * @NTBSMC_STATS_DB_RX: doorbell events handled
+ * @NTBSMC_STATS_DB_SUPPRESSED: cursor updates that needed no doorbell
+ * @NTBSMC_STATS_BUF_FULL: times a writer found the peer's buffer full
+ * @NTBSMC_STATS_ABORT: connections reset (invalid peer value, link down)
+ * @NTBSMC_STATS_CPU_BYTES: payload bytes copied by the CPU
+ * @NTBSMC_STATS_DMA_BYTES: payload bytes moved by DMA
+ * @NTBSMC_STATS_FB_CLIENT: nested, u64 per enum ntbsmc_reason (attr = reason + 1)
+ * @NTBSMC_STATS_FB_SERVER: nested, likewise for server-side connections
+ */
+enum ntbsmc_stats_attr {
+	NTBSMC_STATS_UNSPEC,
+	NTBSMC_STATS_CONN_NTB,
+	NTBSMC_STATS_CONN_TCP,
+	NTBSMC_STATS_HS_ERR,
+	NTBSMC_STATS_TX_BYTES,
+	NTBSMC_STATS_RX_BYTES,
+	NTBSMC_STATS_DB_TX,
+	NTBSMC_STATS_DB_RX,
+	NTBSMC_STATS_DB_SUPPRESSED,
+	NTBSMC_STATS_BUF_FULL,
+	NTBSMC_STATS_ABORT,
+	NTBSMC_STATS_CPU_BYTES,
+	NTBSMC_STATS_DMA_BYTES,
+	NTBSMC_STATS_FB_CLIENT,
+	NTBSMC_STATS_FB_SERVER,
+	NTBSMC_STATS_PAD,
+
+	__NTBSMC_STATS_MAX
+};
+#define NTBSMC_STATS_MAX (__NTBSMC_STATS_MAX - 1)
+
+#endif /* _UAPI_LINUX_NTBSMC_H */

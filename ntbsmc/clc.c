@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: the handshake over the TCP connection (see wire.h for the exchange). */
+
+/*
+ * Results: 0 means the connection runs over NTB (ctx->conn is set); a positive
+ * value is the enum ntbsmc_reason it falls back to TCP with; a negative errno means
+ * the TCP connection must be reset because the handshake bytes can no longer be
+ * accounted for on both ends (a malformed message, or a timeout once both ends
+ * know they speak ntbsmc). Every wait is bounded by the namespace's
+ * handshake_timeout_ms.
+ *
+ * Stray bytes: the only message sent before the peer proved it speaks ntbsmc is
+ * the client's HELLO, which a Linux SMC server consumes as an SMC DECLINE. A server
+ * answers HELLO only within half the timeout of the connection's establishment,
+ * so that a client that gave up waiting (and fell back, sending application data)
+ * never receives a late answer: the server falls back silently instead.
+ */
+
+#include <linux/module.h>
+#include <net/tcp.h>
+#include <linux/delay.h>
+#include <asm/unaligned.h>
+#include "ntbsmc.h"
+
+/* Test-only: makes this host misbehave in the handshake (selftests). */
+static unsigned int fault_clc;
+module_param(fault_clc, uint, 0644);
+MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized, 4 slow handshake answers");
+
+enum { FAULT_NONE, FAULT_TRUNCATED, FAULT_GARBAGE, FAULT_OVERSIZED, FAULT_SLOW };
+
+struct clc_io {
+	struct ntbsmc_sock *ctx;
+	struct sock *sk;
+	unsigned long deadline;	/* jiffies */
+};
+
+static void io_init(struct clc_io *io, struct ntbsmc_sock *ctx)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(ctx->sk));
+
+	io->ctx = ctx;
+	io->sk = ctx->sk;
+	io->deadline = jiffies + msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms));
+}
+
+static bool tcp_gone(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_err) || (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) ||
+	       (1 << READ_ONCE(sk->sk_state)) & ~(TCPF_ESTABLISHED | TCPF_SYN_RECV |
+						  TCPF_SYN_SENT);
+}
+
+/*
+ * Waits until @want bytes are queued (or TCP failed). Returns 0, -ETIMEDOUT or
+ * -ECONNRESET. The data_ready and state_change hooks wake ctx->hs_wq.
+ */
+static int io_wait(struct clc_io *io, int want)
+{
+	long left = io->deadline - jiffies;
+
+	if (left <= 0 && tcp_inq(io->sk) < want)
+		return -ETIMEDOUT;
+	wait_event_timeout(io->ctx->hs_wq,
+			   tcp_inq(io->sk) >= want || tcp_gone(io->sk), max(left, 0L));
+	if (tcp_inq(io->sk) >= want)
+		return 0;
+	return tcp_gone(io->sk) ? -ECONNRESET : -ETIMEDOUT;
+}
+
+static int io_recv(struct clc_io *io, void *buf, int len, int flags)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | flags };
+	struct kvec vec = { buf, len };
+	int addr_len, rc;
+
+	iov_iter_kvec(&msg.msg_iter, ITER_DEST, &vec, 1, len);
+	rc = io->ctx->sk_proto->recvmsg(io->sk, &msg, len, MSG_DONTWAIT | flags,
+					&addr_len);
+	if (rc < 0)
+		return rc;
+	return rc == len ? 0 : -EPROTO;
+}
+
+/* Reads exactly @len bytes: the caller knows the peer owes them. */
+static int io_read(struct clc_io *io, void *buf, int len)
+{
+	int rc = io_wait(io, len);
+
+	return rc ?: io_recv(io, buf, len, 0);
+}
+
+static int io_peek(struct clc_io *io, void *buf, int len)
+{
+	return io_recv(io, buf, len, MSG_PEEK);
+}
+
+static int io_send(struct clc_io *io, const void *buf, int len)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec vec = { (void *)buf, len };
+	int rc;
+
+	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, &vec, 1, len);
+	rc = io->ctx->sk_proto->sendmsg(io->sk, &msg, len);
+	if (rc < 0)
+		return rc;
+	return rc == len ? 0 : -ECONNRESET;
+}
+
+/* ---- our messages ---- */
+
+static void clc_hdr(void *msg, u8 type, size_t len)
+{
+	struct ntbsmc_clc_hdr *h = msg;
+
+	memcpy(h->magic, NTBSMC_CLC_MAGIC, 4);
+	h->type = type;
+	h->version = NTBSMC_CLC_VERSION;
+	h->length = cpu_to_be16(len);
+	memcpy((u8 *)msg + len - sizeof(struct ntbsmc_clc_trailer), NTBSMC_CLC_TRAILER, 4);
+}
+
+static size_t clc_len(u8 type)
+{
+	switch (type) {
+	case NTBSMC_CLC_HELLO_ACK:
+		return sizeof(struct ntbsmc_clc_hello_ack);
+	case NTBSMC_CLC_PROPOSAL:
+		return sizeof(struct ntbsmc_clc_proposal);
+	case NTBSMC_CLC_ACCEPT:
+		return sizeof(struct ntbsmc_clc_accept);
+	case NTBSMC_CLC_CONFIRM:
+		return sizeof(struct ntbsmc_clc_confirm);
+	case NTBSMC_CLC_DECLINE:
+		return sizeof(struct ntbsmc_clc_decline);
+	}
+	return 0;
+}
+
+static int clc_send(struct clc_io *io, void *msg, u8 type)
+{
+	size_t len = clc_len(type);
+	unsigned int fault = READ_ONCE(fault_clc);
+
+	clc_hdr(msg, type, len);
+	switch (fault) {
+	case FAULT_TRUNCATED:
+		/* A header that promises more than ever comes. */
+		return io_send(io, msg, len / 2);
+	case FAULT_GARBAGE:
+		memset(msg, 0x5a, len);
+		break;
+	case FAULT_OVERSIZED:
+		((struct ntbsmc_clc_hdr *)msg)->length = cpu_to_be16(60000);
+		break;
+	case FAULT_SLOW:
+		msleep(2 * jiffies_to_msecs(io->deadline - jiffies) + 100);
+		break;
+	}
+	return io_send(io, msg, len);
+}
+
+static int clc_decline(struct clc_io *io, u32 reason)
+{
+	struct ntbsmc_clc_decline d = { .reason = cpu_to_be32(reason) };
+
+	clc_send(io, &d, NTBSMC_CLC_DECLINE);
+	return reason;
+}
+
+/*
+ * Receives one of our messages and validates its framing: magic, version, a type
+ * the caller accepts, the exact length of that type, the trailer. Anything else is
+ * a protocol error. A DECLINE is always accepted; its reason is returned > 0.
+ */
+static int clc_recv(struct clc_io *io, void *buf, u8 type)
+{
+	struct ntbsmc_clc_hdr *h = buf;
+	size_t len;
+	int rc;
+
+	rc = io_read(io, h, sizeof(*h));
+	if (rc)
+		return rc;
+	if (memcmp(h->magic, NTBSMC_CLC_MAGIC, 4) || h->version != NTBSMC_CLC_VERSION ||
+	    (h->type != type && h->type != NTBSMC_CLC_DECLINE))
+		return -EPROTO;
+	len = clc_len(h->type);
+	if (be16_to_cpu(h->length) != len)
+		return -EPROTO;
+	rc = io_read(io, buf + sizeof(*h), len - sizeof(*h));
+	if (rc)
+		return rc;
+	if (memcmp(buf + len - sizeof(struct ntbsmc_clc_trailer), NTBSMC_CLC_TRAILER, 4))
+		return -EPROTO;
+	if (h->type == NTBSMC_CLC_DECLINE) {
+		struct ntbsmc_clc_decline *d = buf;
+
+		io->ctx->peer_reason = min_t(u32, be32_to_cpu(d->reason),
+					     __NTBSMC_REASON_MAX - 1);
+		return NTBSMC_REASON_DECLINED;
+	}
+	return 0;
+}
+
+static void fill_rmb(struct ntbsmc_clc_rmb *r, struct ntbsmc_conn *conn)
+{
+	r->slot = cpu_to_be32(conn->my_slot);
+	r->token = cpu_to_be32(conn->my_token);
+	r->size = cpu_to_be32(conn->rmb_size);
+	r->epoch = cpu_to_be32(conn->epoch);
+}
+
+/* No usable link to @peer_sysid: why, as a reason. */
+static int no_link_reason(struct net *net, const u8 *peer_sysid)
+{
+	return ntbsmc_dev_fabrics(net, peer_sysid) ? NTBSMC_REASON_LINK_DOWN :
+						       NTBSMC_REASON_NO_FABRIC;
+}
+
+static int conn_alloc_reason(long err)
+{
+	if (err == -ENOBUFS)
+		return NTBSMC_REASON_NO_BUFFER;
+	if (err == -ENOLINK)
+		return NTBSMC_REASON_LINK_DOWN;
+	return NTBSMC_REASON_NO_MEMORY;
+}
+
+/* ---- the SMC-shaped first messages ---- */
+
+static void smc_decline(struct ntbsmc_smc_decline *d, const char *id)
+{
+	memset(d, 0, sizeof(*d));
+	memcpy(d->eyecatcher, NTBSMC_SMC_EYECATCHER, 4);
+	d->type = NTBSMC_SMC_DECLINE;
+	d->length = cpu_to_be16(sizeof(*d));
+	d->version = NTBSMC_SMC_V1;
+	memcpy(d->id_for_peer, id, 8);
+	d->peer_diagnosis = cpu_to_be32(NTBSMC_SMC_PEERNOSMC);
+	memcpy(d->trailer, NTBSMC_SMC_EYECATCHER, 4);
+}
+
+/* ---- client ---- */
+
+/* Waits for HELLO_ACK. Returns 0, a fallback reason, or -errno. */
+static int client_wait_hello_ack(struct clc_io *io, struct ntbsmc_clc_hello_ack *ack)
+{
+	static const u8 prefix[] = { 'N', 'T', 'B', 'S', NTBSMC_CLC_HELLO_ACK,
+				     NTBSMC_CLC_VERSION };
+	u8 got[sizeof(prefix)];
+	int n, rc;
+
+	/*
+	 * A Linux SMC server took our HELLO for a DECLINE and fell back: it never
+	 * answers, its application may speak first. Look without consuming: a first
+	 * byte that is not ours means exactly that.
+	 */
+	for (n = 1; n <= sizeof(prefix); n++) {
+		rc = io_wait(io, n);
+		if (rc == -ETIMEDOUT)
+			return NTBSMC_REASON_TIMEOUT;
+		if (rc)
+			return rc;
+		n = min_t(int, tcp_inq(io->sk), sizeof(prefix));
+		rc = io_peek(io, got, n);
+		if (rc)
+			return rc;
+		if (memcmp(got, prefix, n))
+			return NTBSMC_REASON_PEER_SMC;
+	}
+	rc = clc_recv(io, ack, NTBSMC_CLC_HELLO_ACK);
+	if (rc == NTBSMC_REASON_DECLINED)
+		return -EPROTO;	/* a HELLO is answered, never declined */
+	return rc;
+}
+
+int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
+{
+	struct net *net = sock_net(ctx->sk);
+	struct ntbsmc_net *nn = ntbsmc_net(net);
+	struct ntbsmc_smc_decline hello;
+	union {
+		struct ntbsmc_clc_hello_ack ack;
+		struct ntbsmc_clc_accept acc;
+		struct ntbsmc_clc_decline dec;
+	} in;
+	struct ntbsmc_clc_proposal prop = {};
+	struct ntbsmc_clc_confirm conf = {};
+	struct ntbsmc_conn *conn;
+	struct ntbsmc_dev *dev;
+	struct clc_io io;
+	int rc;
+
+	if (!tcp_sk(ctx->sk)->syn_smc)
+		return READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
+						NTBSMC_REASON_DISABLED;
+	io_init(&io, ctx);
+	smc_decline(&hello, NTBSMC_HELLO_ID);
+	rc = io_send(&io, &hello, sizeof(hello));
+	if (rc)
+		return rc;
+	rc = client_wait_hello_ack(&io, &in.ack);
+	if (rc)
+		return rc;
+	if (in.ack.version_min > NTBSMC_CLC_VERSION || in.ack.version_max < NTBSMC_CLC_VERSION)
+		return clc_decline(&io, NTBSMC_REASON_VERSION);
+
+	/* The server is ntbsmc: from here on a timeout resets, it never falls back. */
+	io_init(&io, ctx);
+	dev = ntbsmc_dev_find_active(net, NULL, in.ack.sysid);
+	if (!dev)
+		return clc_decline(&io, no_link_reason(net, in.ack.sysid));
+	conn = ntbsmc_conn_alloc(dev, ctx->sk);
+	ntbsmc_dev_put(dev);	/* the connection holds its own */
+	if (IS_ERR(conn))
+		return clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
+
+	prop.version = NTBSMC_CLC_VERSION;
+	memcpy(prop.sysid, nn->sysid, NTBSMC_ID_LEN);
+	memcpy(prop.fabric_id, conn->dev->fabric_id, NTBSMC_ID_LEN);
+	fill_rmb(&prop.rmb, conn);
+	rc = clc_send(&io, &prop, NTBSMC_CLC_PROPOSAL);
+	if (!rc)
+		rc = clc_recv(&io, &in, NTBSMC_CLC_ACCEPT);
+	if (rc) {
+		ntbsmc_conn_release(conn, true);
+		return rc;
+	}
+	rc = ntbsmc_conn_attach(conn, &in.acc.rmb);
+	if (rc) {
+		ntbsmc_conn_release(conn, true);
+		return clc_decline(&io, rc == -ESTALE ? NTBSMC_REASON_LINK_DOWN :
+							NTBSMC_REASON_PROTOCOL);
+	}
+	rc = clc_send(&io, &conf, NTBSMC_CLC_CONFIRM);
+	if (rc) {
+		ntbsmc_conn_release(conn, true);
+		return rc;
+	}
+	ntbsmc_conn_established(conn);
+	ctx->conn = conn;
+	return 0;
+}
+
+/* ---- server ---- */
+
+/*
+ * The client's first message: our HELLO (an SMC DECLINE with our marker), or a
+ * Linux SMC client's PROPOSAL, which is consumed and declined the SMC way.
+ */
+static int server_first_message(struct clc_io *io)
+{
+	struct ntbsmc_smc_decline d;
+	u8 hdr[8];
+	u16 len;
+	int rc;
+
+	rc = io_wait(io, sizeof(hdr));
+	if (rc)
+		return rc;
+	rc = io_peek(io, hdr, sizeof(hdr));
+	if (rc)
+		return rc;
+	if (memcmp(hdr, NTBSMC_SMC_EYECATCHER, 4))
+		return -EPROTO;
+	len = get_unaligned_be16(hdr + 5);
+	if (hdr[4] == NTBSMC_SMC_DECLINE) {
+		if (len != sizeof(d))
+			return -EPROTO;
+		rc = io_read(io, &d, sizeof(d));
+		if (rc)
+			return rc;
+		if (memcmp(d.id_for_peer, NTBSMC_HELLO_ID, 8))
+			return NTBSMC_REASON_PEER_SMC;	/* an SMC peer declined */
+		if (memcmp(d.trailer, NTBSMC_SMC_EYECATCHER, 4))
+			return -EPROTO;
+		return 0;
+	}
+	if (hdr[4] != NTBSMC_SMC_PROPOSAL || len < sizeof(hdr) || len > NTBSMC_SMC_MAX_LEN)
+		return -EPROTO;
+	/* A Linux SMC client: consume its proposal, decline, both use TCP. */
+	while (len) {
+		u8 chunk[64];
+		int n = min_t(int, len, sizeof(chunk));
+
+		rc = io_read(io, chunk, n);
+		if (rc)
+			return rc;
+		len -= n;
+	}
+	smc_decline(&d, "\0\0\0\0\0\0\0\0");
+	rc = io_send(io, &d, sizeof(d));
+	return rc ?: NTBSMC_REASON_PEER_SMC;
+}
+
+int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
+{
+	struct sock *sk = ctx->sk;
+	struct net *net = sock_net(sk);
+	struct ntbsmc_net *nn = ntbsmc_net(net);
+	unsigned long answer_by;
+	struct ntbsmc_clc_hello_ack ack = {};
+	struct ntbsmc_clc_accept acc = {};
+	union {
+		struct ntbsmc_clc_proposal prop;
+		struct ntbsmc_clc_confirm conf;
+		struct ntbsmc_clc_decline dec;
+	} in;
+	struct ntbsmc_conn *conn;
+	struct ntbsmc_dev *dev;
+	struct clc_io io;
+	int rc;
+
+	io_init(&io, ctx);
+	/* The child may still be in SYN_RECV: wait for the final state. */
+	wait_event_timeout(ctx->hs_wq, READ_ONCE(sk->sk_state) != TCP_SYN_RECV,
+			   max(0L, (long)(io.deadline - jiffies)));
+	if (READ_ONCE(sk->sk_state) != TCP_ESTABLISHED &&
+	    READ_ONCE(sk->sk_state) != TCP_CLOSE_WAIT)
+		return NTBSMC_REASON_PEER_NO_OFFER;
+	if (!tcp_sk(sk)->syn_smc)
+		return READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
+						NTBSMC_REASON_DISABLED;
+
+	rc = server_first_message(&io);
+	if (rc)
+		return rc;
+	answer_by = ctx->hs_start +
+		    msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms)) / 2;
+	if (time_after(jiffies, answer_by))
+		return NTBSMC_REASON_TIMEOUT;	/* the client gave up or will: silence */
+
+	ack.version_min = NTBSMC_CLC_VERSION;
+	ack.version_max = NTBSMC_CLC_VERSION;
+	memcpy(ack.sysid, nn->sysid, NTBSMC_ID_LEN);
+	rc = clc_send(&io, &ack, NTBSMC_CLC_HELLO_ACK);
+	if (rc)
+		return rc;
+
+	io_init(&io, ctx);
+	rc = clc_recv(&io, &in, NTBSMC_CLC_PROPOSAL);
+	if (rc)
+		return rc;
+	if (in.prop.version != NTBSMC_CLC_VERSION)
+		return clc_decline(&io, NTBSMC_REASON_VERSION);
+	dev = ntbsmc_dev_find_active(net, in.prop.fabric_id, in.prop.sysid);
+	if (!dev)
+		return clc_decline(&io, no_link_reason(net, in.prop.sysid));
+	conn = ntbsmc_conn_alloc(dev, sk);
+	ntbsmc_dev_put(dev);
+	if (IS_ERR(conn))
+		return clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
+	rc = ntbsmc_conn_attach(conn, &in.prop.rmb);
+	if (rc) {
+		ntbsmc_conn_release(conn, true);
+		return clc_decline(&io, rc == -ESTALE ? NTBSMC_REASON_LINK_DOWN :
+							NTBSMC_REASON_PROTOCOL);
+	}
+	fill_rmb(&acc.rmb, conn);
+	rc = clc_send(&io, &acc, NTBSMC_CLC_ACCEPT);
+	if (!rc)
+		rc = clc_recv(&io, &in, NTBSMC_CLC_CONFIRM);
+	if (rc) {
+		ntbsmc_conn_release(conn, true);
+		return rc;
+	}
+	ntbsmc_conn_established(conn);
+	ctx->conn = conn;
+	return 0;
+}

@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: one NTB-mode connection: buffers, cursors, flow control, data path. */
+
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/io.h>
+#include <linux/sched/signal.h>
+#include <linux/srcu.h>
+#include <net/tcp.h>
+#include "ntbsmc.h"
+
+/*
+ * Window accesses happen inside this SRCU section after checking that the
+ * connection is healthy; aborting a connection and then synchronising it is what
+ * lets a device go away under running connections.
+ */
+DEFINE_SRCU(ntbsmc_srcu);
+
+void ntbsmc_conn_sync(void)
+{
+	synchronize_srcu(&ntbsmc_srcu);
+}
+
+struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
+{
+	struct ntbsmc_conn *conn;
+	int rc;
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	if (!conn)
+		return ERR_PTR(-ENOMEM);
+	refcount_set(&conn->ref, 1);	/* the socket's, put at close */
+	spin_lock_init(&conn->lock);
+	kref_get(&dev->ref);		/* put in conn_free() */
+	conn->dev = dev;
+	conn->sk = sk;
+	rc = ntbsmc_dev_slot_get(dev, conn);
+	if (rc) {
+		ntbsmc_dev_put(dev);
+		kfree(conn);
+		return ERR_PTR(rc);
+	}
+	conn->rmb = dev->win + NTBSMC_RMB_OFFSET + (size_t)conn->my_slot * conn->rmb_size;
+	conn->rx_ctl = dev->win + NTBSMC_SLOT_OFFSET + conn->my_slot * sizeof(struct ntbsmc_slot);
+	return conn;
+}
+
+/*
+ * Checks the RMB the peer offered in the handshake and points our writes at it.
+ * The values come from the peer: nothing is used before it passed here.
+ */
+int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *peer)
+{
+	struct ntbsmc_dev *dev = conn->dev;
+	u32 slot = be32_to_cpu(peer->slot), size = be32_to_cpu(peer->size);
+
+	if (be32_to_cpu(peer->epoch) != dev->peer_epoch)
+		return -ESTALE;
+	if (slot >= NTBSMC_SLOT_MAX || size < SZ_16K || size > SZ_4M ||
+	    !is_power_of_2(size) ||
+	    NTBSMC_RMB_OFFSET + ((size_t)slot + 1) * size > dev->peer_win_size)
+		return -EPROTO;
+	conn->peer_slot = slot;
+	conn->peer_token = be32_to_cpu(peer->token);
+	conn->peer_rmb_size = size;
+	conn->peer_rmb = dev->peer_win + NTBSMC_RMB_OFFSET + (size_t)slot * size;
+	conn->tx_ctl = dev->peer_win + NTBSMC_SLOT_OFFSET + slot * sizeof(struct ntbsmc_slot);
+	/* Fresh control block for the peer: cursors first, the token that makes
+	 * them current last. */
+	writeq(0, &conn->tx_ctl->prod);
+	writeq(0, &conn->tx_ctl->cons);
+	iowrite32(0, &conn->tx_ctl->flags);
+	wmb();
+	iowrite32(conn->peer_token, &conn->tx_ctl->token);
+	return 0;
+}
+
+/* The handshake completed: from now on the peer writes into our slot. */
+void ntbsmc_conn_established(struct ntbsmc_conn *conn)
+{
+	WRITE_ONCE(conn->established, true);
+}
+
+static void conn_free(struct rcu_head *rcu)
+{
+	struct ntbsmc_conn *conn = container_of(rcu, struct ntbsmc_conn, rcu);
+
+	ntbsmc_dev_put(conn->dev);
+	kfree(conn);
+}
+
+void ntbsmc_conn_put(struct ntbsmc_conn *conn)
+{
+	if (refcount_dec_and_test(&conn->ref))
+		call_rcu(&conn->rcu, conn_free);
+}
+
+/* The link this connection was set up on is still the current one. */
+static bool conn_link_alive(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->dev->state) == NTBSMC_DEV_ACTIVE &&
+	       conn->epoch == READ_ONCE(conn->dev->epoch);
+}
+
+static bool conn_link_ok(struct ntbsmc_conn *conn)
+{
+	return !READ_ONCE(conn->err) && READ_ONCE(conn->established) &&
+	       conn_link_alive(conn);
+}
+
+static void conn_wake(struct sock *sk)
+{
+	struct socket_wq *wq;
+
+	rcu_read_lock();
+	wq = rcu_dereference(sk->sk_wq);
+	if (skwq_has_sleeper(wq))
+		wake_up_interruptible_poll(&wq->wait, EPOLLIN | EPOLLRDNORM | EPOLLOUT |
+					   EPOLLWRNORM | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+	rcu_read_unlock();
+	sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
+	sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
+}
+
+/* Publishes our flags; caller holds conn->lock and is in the SRCU section. */
+static void conn_publish_flags(struct ntbsmc_conn *conn)
+{
+	iowrite32(conn->my_flags, &conn->tx_ctl->flags);
+}
+
+/* Makes what we wrote visible to the peer before we look at what it wants. */
+static void conn_flush(struct ntbsmc_conn *conn)
+{
+	mb();
+	ioread32(&conn->tx_ctl->token);
+}
+
+/*
+ * A closed connection's slot is reused only once the peer can no longer write into
+ * it: it acknowledged (closed or reset its end) or the link epoch ended. Exactly
+ * once; drops the reference the closed socket left behind.
+ */
+static void conn_maybe_release(struct ntbsmc_conn *conn)
+{
+	if (!READ_ONCE(conn->closed))
+		return;
+	/* A handshake that did not complete: the peer never writes into the slot. */
+	if (READ_ONCE(conn->established) && conn_link_alive(conn) &&
+	    !(READ_ONCE(conn->peer_flags) & (NTBSMC_F_CLOSED | NTBSMC_F_ABORT)))
+		return;
+	if (test_and_set_bit(0, &conn->released))
+		return;
+	atomic64_add(conn->tx_bytes, &conn->dev->lgr_tx_bytes);
+	atomic64_add(conn->rx_bytes, &conn->dev->lgr_rx_bytes);
+	ntbsmc_dev_slot_put(conn->dev, conn);
+	ntbsmc_conn_put(conn);
+}
+
+void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
+{
+	struct sock *sk;
+	unsigned long flags;
+	int idx;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->err) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return;
+	}
+	/* Tell the peer, unless the link itself is what failed. */
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (conn_link_ok(conn)) {
+		conn->my_flags |= NTBSMC_F_ABORT;
+		conn_publish_flags(conn);
+	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	WRITE_ONCE(conn->err, ECONNRESET);
+	sk = conn->sk;
+	if (sk)
+		sock_hold(sk);	/* put below */
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_ABORT, 1);
+	net_info_ratelimited("ntbsmc: %s: connection on slot %u reset: %s\n",
+			     conn->dev->name, conn->my_slot, why);
+	if (conn_link_alive(conn) && READ_ONCE(conn->established))
+		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+	if (sk) {
+		sk->sk_err = ECONNRESET;
+		sk_error_report(sk);
+		conn_wake(sk);
+		sock_put(sk);
+	}
+	conn_maybe_release(conn);
+}
+
+/*
+ * Reads the peer's control block of this connection: the one place where cursors
+ * and flags from the peer's side enter. A value out of range, going backwards or
+ * beyond the buffer aborts this connection only. Caller holds conn->lock.
+ */
+static int conn_read_peer(struct ntbsmc_conn *conn)
+{
+	struct ntbsmc_slot *c = conn->rx_ctl;
+	u64 prod, cons;
+	u32 flags;
+
+	if (le32_to_cpu(READ_ONCE(c->token)) != conn->my_token)
+		return 0;	/* the peer has not written this connection's block yet */
+	flags = le32_to_cpu(READ_ONCE(c->flags));
+	rmb();	/* the peer wrote its cursors before the flags that follow them */
+	prod = le64_to_cpu(READ_ONCE(c->prod));
+	cons = le64_to_cpu(READ_ONCE(c->cons));
+	if (flags & ~NTBSMC_F_VALID)
+		return -EPROTO;
+	if (prod < conn->peer_prod || prod - conn->rx_cons > conn->rmb_size)
+		return -EPROTO;		/* producer went back or beyond our buffer */
+	if (cons < conn->peer_cons || cons > conn->tx_prod)
+		return -EPROTO;		/* consumed what we never sent */
+	if ((conn->peer_flags & NTBSMC_F_WRITE_DONE) && prod != conn->peer_prod)
+		return -EPROTO;		/* data after the peer's FIN */
+	conn->peer_prod = prod;
+	conn->peer_cons = cons;
+	/* Terminal flags stick; the want flags follow the peer. */
+	conn->peer_flags = (conn->peer_flags &
+			    (NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED | NTBSMC_F_ABORT)) | flags;
+	return 0;
+}
+
+/* Refreshes the peer's view; aborts the connection on a bad value. */
+static int conn_update(struct ntbsmc_conn *conn)
+{
+	unsigned long flags;
+	int rc = 0, idx;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	/* Even after an abort: the peer's acknowledgement frees the slot. */
+	if (READ_ONCE(conn->established) && conn_link_alive(conn))
+		rc = conn_read_peer(conn);
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	if (!rc && conn->err)
+		rc = -conn->err;
+	if (!rc && (conn->peer_flags & NTBSMC_F_ABORT))
+		rc = -ECONNRESET;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (rc == -EPROTO)
+		ntbsmc_conn_abort(conn, "invalid cursor or flags from the peer");
+	else if (rc == -ECONNRESET && !conn->err)
+		ntbsmc_conn_abort(conn, "reset by the peer");
+	return rc;
+}
+
+/* Called for an event on this connection (tasklet): wake whoever waits. */
+void ntbsmc_conn_event(struct ntbsmc_conn *conn)
+{
+	struct sock *sk;
+
+	conn_update(conn);
+	spin_lock_bh(&conn->lock);
+	sk = conn->sk;
+	if (sk)
+		sock_hold(sk);	/* put below */
+	spin_unlock_bh(&conn->lock);
+	if (sk) {
+		conn_wake(sk);
+		sock_put(sk);
+	}
+	conn_maybe_release(conn);
+}
+
+/* Sets or clears one of our "want" flags; with a flush, so that the peer sees it
+ * before we look at its cursors again. */
+static void conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
+{
+	unsigned long flags;
+	int idx;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (!!(conn->my_flags & flag) == on) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return;
+	}
+	conn->my_flags ^= flag;
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (conn_link_ok(conn)) {
+		conn_publish_flags(conn);
+		if (on)
+			conn_flush(conn);
+	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+/* After a cursor update: ring the peer only if it said it waits for one. */
+static void conn_notify(struct ntbsmc_conn *conn, u32 want)
+{
+	int idx;
+
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (conn_link_ok(conn))
+		conn_flush(conn);
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	if (conn_update(conn))
+		return;
+	if (READ_ONCE(conn->peer_flags) & want)
+		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+	else
+		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_DB_SUPPRESSED, 1);
+}
+
+static u32 conn_space(struct ntbsmc_conn *conn)
+{
+	return conn->peer_rmb_size - (u32)(conn->tx_prod - READ_ONCE(conn->peer_cons));
+}
+
+static u32 conn_avail(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->peer_prod) - conn->rx_cons;
+}
+
+static bool conn_peer_done(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->peer_flags) & (NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED);
+}
+
+/* Spins on the cursors for the socket's busy-poll budget before sleeping. */
+static bool conn_busy_poll(struct sock *sk, struct ntbsmc_conn *conn,
+			   bool (*ready)(struct ntbsmc_conn *))
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
+	unsigned int us = READ_ONCE(sk->sk_ll_usec) ?: READ_ONCE(nn->busy_poll_us);
+	u64 end;
+
+	if (!us)
+		return false;
+	end = ktime_get_ns() + (u64)us * NSEC_PER_USEC;
+	do {
+		if (conn_update(conn) || ready(conn))
+			return true;
+		cpu_relax();
+	} while (ktime_get_ns() < end && !need_resched() && !signal_pending(current));
+	return false;
+}
+
+static bool conn_readable(struct ntbsmc_conn *conn)
+{
+	return conn_avail(conn) || conn_peer_done(conn) || READ_ONCE(conn->err);
+}
+
+static bool conn_writable(struct ntbsmc_conn *conn)
+{
+	return conn_space(conn) || READ_ONCE(conn->err) ||
+	       (READ_ONCE(conn->peer_flags) & NTBSMC_F_CLOSED);
+}
+
+/* Copies user data into the peer's buffer at our producer cursor, wrapping. */
+static int conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
+{
+	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1);
+	u32 first = min(n, conn->peer_rmb_size - off);
+	void *dst = (void __force *)conn->peer_rmb;
+
+	/* Non-temporal stores: the window is write-combining. */
+	if (copy_from_iter_nocache(dst + off, first, &msg->msg_iter) != first)
+		return -EFAULT;
+	if (n > first &&
+	    copy_from_iter_nocache(dst, n - first, &msg->msg_iter) != n - first)
+		return -EFAULT;
+	return 0;
+}
+
+/* Called with the socket locked. Returns bytes sent or a negative errno. */
+int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
+			struct msghdr *msg, size_t len)
+{
+	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	size_t copied = 0;
+	int err = 0, idx;
+	u32 n;
+
+	while (msg_data_left(msg)) {
+		err = conn_update(conn);
+		if (err)
+			break;
+		if ((sk->sk_shutdown & SEND_SHUTDOWN) ||
+		    (conn->peer_flags & NTBSMC_F_CLOSED)) {
+			err = -EPIPE;
+			break;
+		}
+		n = min_t(size_t, conn_space(conn), msg_data_left(msg));
+		if (!n) {
+			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_BUF_FULL, 1);
+			if (conn_busy_poll(sk, conn, conn_writable))
+				continue;
+			conn_want(conn, NTBSMC_F_WANT_SPACE, true);
+			if (conn_update(conn) || conn_space(conn))
+				continue;
+			if (!timeo) {
+				err = -EAGAIN;
+				break;
+			}
+			if (signal_pending(current)) {
+				err = sock_intr_errno(timeo);
+				break;
+			}
+			add_wait_queue(sk_sleep(sk), &wait);
+			sk_wait_event(sk, &timeo, conn_update(conn) || conn_writable(conn),
+				      &wait);
+			remove_wait_queue(sk_sleep(sk), &wait);
+			continue;
+		}
+		idx = srcu_read_lock(&ntbsmc_srcu);
+		if (!conn_link_ok(conn)) {
+			srcu_read_unlock(&ntbsmc_srcu, idx);
+			err = -ECONNRESET;
+			break;
+		}
+		err = conn_copy_out(conn, msg, n);
+		if (!err) {
+			/* payload, then the cursor that covers it */
+			conn->tx_prod += n;
+			wmb();
+			writeq(conn->tx_prod, &conn->tx_ctl->prod);
+		}
+		srcu_read_unlock(&ntbsmc_srcu, idx);
+		if (err)
+			break;
+		copied += n;
+		conn->tx_bytes += n;
+		conn_notify(conn, NTBSMC_F_WANT_DATA);
+	}
+	if (conn->my_flags & NTBSMC_F_WANT_SPACE && conn_space(conn))
+		conn_want(conn, NTBSMC_F_WANT_SPACE, false);
+	if (copied) {
+		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_TX_BYTES, copied);
+		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, copied);
+		return copied;
+	}
+	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))
+		send_sig(SIGPIPE, current, 0);
+	return err;
+}
+
+static int conn_copy_in(struct ntbsmc_conn *conn, struct msghdr *msg, u64 from, u32 n)
+{
+	u32 off = from & (conn->rmb_size - 1);
+	u32 first = min(n, conn->rmb_size - off);
+
+	if (copy_to_iter(conn->rmb + off, first, &msg->msg_iter) != first)
+		return -EFAULT;
+	if (n > first && copy_to_iter(conn->rmb, n - first, &msg->msg_iter) != n - first)
+		return -EFAULT;
+	return 0;
+}
+
+/* Called with the socket locked. Returns bytes read, 0 at EOF, or -errno. */
+int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
+			struct msghdr *msg, size_t len, int flags)
+{
+	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+	int target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	bool peek = flags & MSG_PEEK;
+	size_t copied = 0;
+	int err = 0, idx;
+	u32 avail, n;
+
+	if (!len)
+		return 0;
+	while (copied < len) {
+		err = conn_update(conn);
+		if (err)
+			break;
+		avail = conn_avail(conn) - (peek ? copied : 0);
+		if (avail) {
+			n = min_t(size_t, avail, len - copied);
+			idx = srcu_read_lock(&ntbsmc_srcu);
+			if (!conn_link_ok(conn)) {
+				srcu_read_unlock(&ntbsmc_srcu, idx);
+				err = -ECONNRESET;
+				break;
+			}
+			rmb();	/* the cursor was written after the payload */
+			err = conn_copy_in(conn, msg, conn->rx_cons + (peek ? copied : 0), n);
+			if (!err && !peek) {
+				conn->rx_cons += n;
+				writeq(conn->rx_cons, &conn->tx_ctl->cons);
+			}
+			srcu_read_unlock(&ntbsmc_srcu, idx);
+			if (err)
+				break;
+			copied += n;
+			if (!peek) {
+				conn->rx_bytes += n;
+				conn_notify(conn, NTBSMC_F_WANT_SPACE);
+			}
+			if (copied >= target)
+				break;
+			continue;
+		}
+		if (copied >= target || conn_peer_done(conn) ||
+		    (sk->sk_shutdown & RCV_SHUTDOWN))
+			break;
+		if (conn_busy_poll(sk, conn, conn_readable))
+			continue;
+		conn_want(conn, NTBSMC_F_WANT_DATA, true);
+		if (conn_update(conn) || conn_readable(conn))
+			continue;
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, conn_update(conn) || conn_readable(conn), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+	if (copied && (conn->my_flags & NTBSMC_F_WANT_DATA))
+		conn_want(conn, NTBSMC_F_WANT_DATA, false);
+	if (copied) {
+		if (!peek)
+			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, copied);
+		return copied;
+	}
+	if (err == -ECONNRESET && conn->err) {
+		/* like TCP: a reset is reported once, then reads return EOF */
+		if (sk->sk_err)
+			sk->sk_err = 0;
+		else
+			err = 0;
+	}
+	return err;
+}
+
+__poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
+{
+	__poll_t mask = 0;
+	int rc;
+
+	rc = conn_update(conn);
+	if (rc || READ_ONCE(conn->err))
+		mask |= EPOLLERR | EPOLLHUP | EPOLLIN | EPOLLRDNORM | EPOLLOUT;
+	if (conn_avail(conn))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (conn_peer_done(conn) || (sk->sk_shutdown & RCV_SHUTDOWN))
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
+	if (conn_peer_done(conn) && (sk->sk_shutdown & SEND_SHUTDOWN))
+		mask |= EPOLLHUP;
+	if (!(sk->sk_shutdown & SEND_SHUTDOWN) &&
+	    (conn_space(conn) || (conn->peer_flags & NTBSMC_F_CLOSED)))
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	if (sk->sk_shutdown & SEND_SHUTDOWN)
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	if (mask & EPOLLERR)
+		return mask;
+	/* Whoever polls will sleep until something changes: ask for doorbells. */
+	if (!(mask & EPOLLIN)) {
+		conn_want(conn, NTBSMC_F_WANT_DATA, true);
+		if (!conn_update(conn) && conn_readable(conn))
+			mask |= EPOLLIN | EPOLLRDNORM;
+	}
+	if (!(mask & EPOLLOUT)) {
+		conn_want(conn, NTBSMC_F_WANT_SPACE, true);
+		if (!conn_update(conn) && conn_writable(conn))
+			mask |= EPOLLOUT | EPOLLWRNORM;
+	}
+	return mask;
+}
+
+/* shutdown(SHUT_WR): the peer reads EOF after the data already in its buffer. */
+void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how)
+{
+	unsigned long flags;
+	int idx;
+
+	if (!(how & SEND_SHUTDOWN))
+		return;
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->my_flags |= NTBSMC_F_WRITE_DONE;
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (conn_link_ok(conn)) {
+		conn_publish_flags(conn);
+		conn_flush(conn);
+	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (conn_link_ok(conn))
+		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+}
+
+/*
+ * The socket closes: unread data means a reset, like TCP's RST; otherwise the peer
+ * reads EOF after everything we wrote (our writes are already in its buffer). The
+ * slot is freed once the peer closed too; until then the connection outlives the
+ * socket, holding the reference the socket had.
+ */
+void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
+{
+	unsigned long flags;
+	int idx;
+
+	conn_update(conn);
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->sk = NULL;
+	if (conn_avail(conn))
+		abort = true;
+	conn->my_flags |= abort ? NTBSMC_F_ABORT :
+			   NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED;
+	conn->my_flags &= ~(NTBSMC_F_WANT_DATA | NTBSMC_F_WANT_SPACE);
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (conn_link_ok(conn)) {
+		conn_publish_flags(conn);
+		conn_flush(conn);
+	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	WRITE_ONCE(conn->closed, true);
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	if (conn_link_ok(conn))
+		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+	conn_maybe_release(conn);
+}
+
+int ntbsmc_conn_inq(struct ntbsmc_conn *conn)
+{
+	conn_update(conn);
+	return min_t(u64, conn_avail(conn), INT_MAX);
+}
+
+int ntbsmc_conn_outq(struct ntbsmc_conn *conn)
+{
+	conn_update(conn);
+	return conn->tx_prod - READ_ONCE(conn->peer_cons);
+}

@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: NTB client: link bring-up, windows, event doorbells, link groups. */
+
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/property.h>
+#include <linux/dma-mapping.h>
+#include <asm/unaligned.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/io.h>
+#include "ntbsmc.h"
+
+#define PIDX NTB_DEF_PEER_IDX
+
+LIST_HEAD(ntbsmc_devs);
+DEFINE_MUTEX(ntbsmc_devs_lock);
+static atomic_t ntbsmc_lgr_ids = ATOMIC_INIT(0);
+
+static unsigned int max_window_kb = 65536;
+module_param(max_window_kb, uint, 0444);
+MODULE_PARM_DESC(max_window_kb, "Largest inbound window used per NTB device, KiB (default 65536)");
+
+static void dev_release(struct kref *ref)
+{
+	struct ntbsmc_dev *dev = container_of(ref, struct ntbsmc_dev, ref);
+
+	bitmap_free(dev->slot_map);
+	kfree(dev->conns);
+	kfree(dev);
+}
+
+void ntbsmc_dev_put(struct ntbsmc_dev *dev)
+{
+	kref_put(&dev->ref, dev_release);
+}
+
+/* ---- events: the peer's ring in our window, ours in the peer's ---- */
+
+static struct ntbsmc_win_hdr *win_hdr(struct ntbsmc_dev *dev)
+{
+	return dev->win;
+}
+
+static struct ntbsmc_win_hdr __iomem *peer_hdr(struct ntbsmc_dev *dev)
+{
+	return dev->peer_win;
+}
+
+/* Posted writes reach the peer in order only up to here: flush them. */
+static void dev_flush_peer(struct ntbsmc_dev *dev)
+{
+	wmb();
+	ioread32(&peer_hdr(dev)->magic);
+}
+
+/*
+ * Tells the peer that its control block of @peer_slot changed: an entry in its
+ * event ring, then the doorbell. Callers wrote payload and cursors before.
+ */
+void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot)
+{
+	struct ntbsmc_win_hdr __iomem *ph = peer_hdr(dev);
+	unsigned long flags;
+	int idx;
+	u32 cons;
+
+	/* The windows stay mapped while this section runs (see ntbsmc_conn_sync). */
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (READ_ONCE(dev->state) != NTBSMC_DEV_ACTIVE) {
+		srcu_read_unlock(&ntbsmc_srcu, idx);
+		return;
+	}
+	spin_lock_irqsave(&dev->ev_lock, flags);
+	/* How far the peer consumed: peer-written, so only trusted within bounds. */
+	cons = le32_to_cpu(READ_ONCE(win_hdr(dev)->ev_cons));
+	if (dev->ev_tx_prod - cons >= NTBSMC_EV_RING) {
+		/* Full (or nonsense): the peer rescans every connection instead. */
+		iowrite32(ioread32(&ph->ev_overflow) + 1, &ph->ev_overflow);
+	} else {
+		iowrite16(peer_slot, &ph->ev[dev->ev_tx_prod % NTBSMC_EV_RING]);
+		dev->ev_tx_prod++;
+		wmb();
+		iowrite32(dev->ev_tx_prod, &ph->ev_prod);
+	}
+	spin_unlock_irqrestore(&dev->ev_lock, flags);
+
+	dev_flush_peer(dev);
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	ntb_peer_db_set(dev->ntb, BIT_ULL(NTBSMC_DB_EVENT));
+	ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_TX, 1);
+}
+
+static void dev_event_slot(struct ntbsmc_dev *dev, u32 slot)
+{
+	struct ntbsmc_conn *conn;
+
+	rcu_read_lock();
+	conn = rcu_dereference(dev->conns[slot]);
+	if (conn && refcount_inc_not_zero(&conn->ref)) {
+		rcu_read_unlock();
+		ntbsmc_conn_event(conn);
+		ntbsmc_conn_put(conn);
+		return;
+	}
+	rcu_read_unlock();
+}
+
+/* Drains our event ring; every value in it is the peer's and checked here. */
+static void dev_ev_tasklet(struct tasklet_struct *t)
+{
+	struct ntbsmc_dev *dev = from_tasklet(dev, t, ev_tasklet);
+	struct ntbsmc_win_hdr *h = win_hdr(dev);
+	bool rescan = false;
+	u32 prod, slot, ovf;
+
+	if (READ_ONCE(dev->state) != NTBSMC_DEV_ACTIVE)
+		return;
+	ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_RX, 1);
+	for (;;) {
+		prod = le32_to_cpu(READ_ONCE(h->ev_prod));
+		if (prod == dev->ev_rx_cons)
+			break;
+		if (prod - dev->ev_rx_cons > NTBSMC_EV_RING) {
+			/* A producer index we cannot have been given: rescan all. */
+			rescan = true;
+			dev->ev_rx_cons = prod;
+			break;
+		}
+		rmb();	/* entries were written before the index */
+		while (dev->ev_rx_cons != prod) {
+			slot = le16_to_cpu(READ_ONCE(h->ev[dev->ev_rx_cons % NTBSMC_EV_RING]));
+			dev->ev_rx_cons++;
+			if (slot < dev->nslots)
+				dev_event_slot(dev, slot);
+		}
+		iowrite32(dev->ev_rx_cons, &peer_hdr(dev)->ev_cons);
+	}
+	ovf = le32_to_cpu(READ_ONCE(h->ev_overflow));
+	if (ovf != dev->ev_rx_overflow) {
+		dev->ev_rx_overflow = ovf;
+		rescan = true;
+	}
+	if (rescan) {
+		for (slot = 0; slot < dev->nslots; slot++)
+			dev_event_slot(dev, slot);
+	}
+}
+
+/* ---- windows: set up at the first link up (limits need the link) ---- */
+
+static int dev_setup_windows(struct ntbsmc_dev *dev)
+{
+	struct ntb_dev *ntb = dev->ntb;
+	resource_size_t align, size_align, size_max, psize;
+	phys_addr_t pbase;
+	int rc;
+
+	rc = ntb_mw_get_align(ntb, PIDX, 0, &align, &size_align, &size_max);
+	if (rc)
+		return rc;
+	dev->win_size = min_t(resource_size_t, size_max, (resource_size_t)max_window_kb << 10);
+	dev->win_size = round_down(dev->win_size, max_t(resource_size_t, size_align, 1));
+	if (dev->win_size < NTBSMC_RMB_OFFSET + SZ_64K)
+		return -ENOSPC;
+	dev->win = dma_alloc_coherent(&ntb->pdev->dev, dev->win_size, &dev->win_dma,
+				      GFP_KERNEL);
+	if (!dev->win)
+		return -ENOMEM;
+	if (!IS_ALIGNED(dev->win_dma, align)) {
+		rc = -EINVAL;
+		goto err_free;
+	}
+	rc = ntb_mw_set_trans(ntb, PIDX, 0, dev->win_dma, dev->win_size);
+	if (rc)
+		goto err_free;
+
+	rc = ntb_peer_mw_get_addr(ntb, 0, &pbase, &psize);
+	if (rc)
+		goto err_trans;
+	dev->peer_win_size = min_t(resource_size_t, psize,
+				   (resource_size_t)max_window_kb << 10);
+	dev->peer_win = ioremap_wc(pbase, dev->peer_win_size);
+	if (!dev->peer_win) {
+		rc = -ENOMEM;
+		goto err_trans;
+	}
+	return 0;
+
+err_trans:
+	ntb_mw_clear_trans(ntb, PIDX, 0);
+err_free:
+	dma_free_coherent(&ntb->pdev->dev, dev->win_size, dev->win, dev->win_dma);
+	return rc;
+}
+
+static void dev_free_windows(struct ntbsmc_dev *dev)
+{
+	iounmap(dev->peer_win);
+	ntb_mw_clear_trans(dev->ntb, PIDX, 0);
+	dma_free_coherent(&dev->ntb->pdev->dev, dev->win_size, dev->win, dev->win_dma);
+}
+
+/* ---- link bring-up ---- */
+
+/* Aborts every connection on the device; the link they used is gone. */
+static void dev_abort_all(struct ntbsmc_dev *dev, const char *why)
+{
+	u32 slot;
+
+	for (slot = 0; slot < dev->nslots; slot++) {
+		struct ntbsmc_conn *conn;
+
+		rcu_read_lock();
+		conn = rcu_dereference(dev->conns[slot]);
+		if (!conn || !refcount_inc_not_zero(&conn->ref))
+			conn = NULL;
+		rcu_read_unlock();
+		if (conn) {
+			ntbsmc_conn_abort(conn, why);
+			ntbsmc_conn_put(conn);
+		}
+	}
+}
+
+static void dev_write_spads(struct ntbsmc_dev *dev, u32 epoch)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(dev->net);
+	struct ntb_dev *ntb = dev->ntb;
+	int i;
+
+	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_EPOCH, 0);
+	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_MAGIC, NTBSMC_SPAD_MAGIC_V1);
+	for (i = 0; i < 4; i++)
+		ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_SYSID0 + i,
+				    get_unaligned_le32(nn->sysid + 4 * i));
+	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_WIN_KB, dev->win_size >> 10);
+	wmb();
+	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_EPOCH, epoch);
+}
+
+static void dev_go_down(struct ntbsmc_dev *dev)
+{
+	int i;
+
+	lockdep_assert_held(&dev->lock);
+	if (dev->state == NTBSMC_DEV_DOWN)
+		return;
+	WRITE_ONCE(dev->state, NTBSMC_DEV_DOWN);
+	tasklet_kill(&dev->ev_tasklet);
+	dev_abort_all(dev, "link down");
+	/*
+	 * Aborted connections never touch the windows again, so every slot is free
+	 * for the next epoch; their later release leaves the new owners alone.
+	 */
+	spin_lock_irq(&dev->slot_lock);
+	for (i = 0; i < NTBSMC_SLOT_MAX; i++)
+		RCU_INIT_POINTER(dev->conns[i], NULL);
+	bitmap_zero(dev->slot_map, NTBSMC_SLOT_MAX);
+	spin_unlock_irq(&dev->slot_lock);
+	dev_info(&dev->ntb->dev, "ntbsmc: link down\n");
+}
+
+static void dev_start_bringup(struct ntbsmc_dev *dev)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(dev->net);
+
+	lockdep_assert_held(&dev->lock);
+	/* Nothing the peer wrote before this epoch may be read as current. */
+	memset(dev->win, 0, NTBSMC_RMB_OFFSET);
+	do {
+		dev->epoch = get_random_u32();
+	} while (!dev->epoch);
+	dev->rmb_size = clamp_t(u32, READ_ONCE(nn->rmb_kb), 16, 4096) << 10;
+	dev->nslots = min_t(size_t, NTBSMC_SLOT_MAX,
+			    (min(dev->win_size, dev->peer_win_size) - NTBSMC_RMB_OFFSET) /
+			    dev->rmb_size);
+	WRITE_ONCE(dev->state, NTBSMC_DEV_BRINGUP);
+	dev_write_spads(dev, dev->epoch);
+	ntb_peer_db_set(dev->ntb, BIT_ULL(NTBSMC_DB_BRINGUP));
+	mod_delayed_work(system_wq, &dev->bringup_work, msecs_to_jiffies(20));
+}
+
+/*
+ * Reads the peer's scratchpads (the peer wrote them into ours) and, when they are
+ * complete and valid, makes the device usable.
+ */
+static void dev_try_activate(struct ntbsmc_dev *dev)
+{
+	struct ntb_dev *ntb = dev->ntb;
+	u32 epoch, win_kb;
+	u8 sysid[NTBSMC_ID_LEN];
+	int i;
+
+	lockdep_assert_held(&dev->lock);
+	epoch = ntb_spad_read(ntb, NTBSMC_SPAD_EPOCH);
+	if (!epoch || ntb_spad_read(ntb, NTBSMC_SPAD_MAGIC) != NTBSMC_SPAD_MAGIC_V1)
+		return;
+	rmb();
+	for (i = 0; i < 4; i++)
+		put_unaligned_le32(ntb_spad_read(ntb, NTBSMC_SPAD_SYSID0 + i),
+				   sysid + 4 * i);
+	win_kb = ntb_spad_read(ntb, NTBSMC_SPAD_WIN_KB);
+	if (ntb_spad_read(ntb, NTBSMC_SPAD_EPOCH) != epoch)
+		return;		/* rewritten while we read: next round */
+	if ((size_t)win_kb << 10 != dev->peer_win_size &&
+	    (size_t)win_kb << 10 > dev->peer_win_size) {
+		dev_err_ratelimited(&ntb->dev,
+				    "ntbsmc: peer translated %u KiB, more than its window\n",
+				    win_kb);
+		return;
+	}
+	if (dev->state == NTBSMC_DEV_ACTIVE) {
+		if (epoch == dev->peer_epoch)
+			return;
+		/* The peer restarted its side: everything on the old epoch is gone. */
+		dev_go_down(dev);
+		dev_start_bringup(dev);
+		return;
+	}
+	dev->peer_epoch = epoch;
+	memcpy(dev->peer_sysid, sysid, sizeof(sysid));
+	if (!device_property_present(&ntb->pdev->dev, "ntb-fabric-id")) {
+		/* No fabric identity from the hardware driver: one both ends derive. */
+		struct ntbsmc_net *nn = ntbsmc_net(dev->net);
+
+		for (i = 0; i < NTBSMC_ID_LEN; i++)
+			dev->fabric_id[i] = nn->sysid[i] ^ sysid[i];
+	}
+	dev->ev_tx_prod = 0;
+	dev->ev_rx_cons = 0;
+	dev->ev_rx_overflow = 0;
+	/* Our writes into the peer's window start from a clean header. */
+	iowrite32(NTBSMC_WIN_MAGIC, &peer_hdr(dev)->magic);
+	iowrite32(dev->epoch, &peer_hdr(dev)->epoch);
+	WRITE_ONCE(dev->state, NTBSMC_DEV_ACTIVE);
+	dev_info(&ntb->dev, "ntbsmc: link active, peer system %*phN, %u buffers of %u KiB\n",
+		 NTBSMC_ID_LEN, sysid, dev->nslots, dev->rmb_size >> 10);
+}
+
+static void dev_bringup_work(struct work_struct *work)
+{
+	struct ntbsmc_dev *dev = container_of(to_delayed_work(work), struct ntbsmc_dev,
+					      bringup_work);
+
+	mutex_lock(&dev->lock);
+	if (dev->state != NTBSMC_DEV_DOWN)
+		dev_try_activate(dev);
+	if (dev->state == NTBSMC_DEV_BRINGUP)
+		schedule_delayed_work(&dev->bringup_work, msecs_to_jiffies(100));
+	mutex_unlock(&dev->lock);
+}
+
+static void dev_link_work(struct work_struct *work)
+{
+	struct ntbsmc_dev *dev = container_of(work, struct ntbsmc_dev, link_work);
+	bool up = ntb_link_is_up(dev->ntb, NULL, NULL) & BIT_ULL(PIDX);
+
+	mutex_lock(&dev->lock);
+	/* Window limits are known once the link is up; set up once, kept. */
+	if (up && !dev->win) {
+		int rc = dev_setup_windows(dev);
+
+		if (rc) {
+			dev_err(&dev->ntb->dev, "ntbsmc: cannot set up memory window 0: %d\n", rc);
+			dev->win = NULL;
+			up = false;
+		}
+	}
+	if (up && dev->state == NTBSMC_DEV_DOWN)
+		dev_start_bringup(dev);
+	else if (!up)
+		dev_go_down(dev);
+	mutex_unlock(&dev->lock);
+}
+
+static void dev_link_event(void *ctx)
+{
+	struct ntbsmc_dev *dev = ctx;
+
+	schedule_work(&dev->link_work);
+}
+
+static void dev_db_event(void *ctx, int vector)
+{
+	struct ntbsmc_dev *dev = ctx;
+	u64 bits = ntb_db_read(dev->ntb) &
+		   (BIT_ULL(NTBSMC_DB_EVENT) | BIT_ULL(NTBSMC_DB_BRINGUP));
+
+	ntb_db_clear(dev->ntb, bits);
+	if (bits & BIT_ULL(NTBSMC_DB_BRINGUP))
+		mod_delayed_work(system_wq, &dev->bringup_work, 0);
+	if (bits & BIT_ULL(NTBSMC_DB_EVENT))
+		tasklet_schedule(&dev->ev_tasklet);
+}
+
+static const struct ntb_ctx_ops ntbsmc_ctx_ops = {
+	.link_event	= dev_link_event,
+	.db_event	= dev_db_event,
+};
+
+/* ---- link groups ---- */
+
+static void dev_lgr_idle_work(struct work_struct *work)
+{
+	struct ntbsmc_dev *dev = container_of(to_delayed_work(work), struct ntbsmc_dev,
+					      lgr_idle_work);
+
+	mutex_lock(&dev->lock);
+	if (!atomic_read(&dev->lgr_conns) && dev->lgr_id) {
+		dev_info(&dev->ntb->dev, "ntbsmc: link group %u idle, freed\n",
+			 dev->lgr_id);
+		dev->lgr_id = 0;
+	}
+	mutex_unlock(&dev->lock);
+}
+
+/* ---- lookup for the handshake ---- */
+
+/*
+ * Finds an active, enabled device of @net whose peer is @peer_sysid (and, when
+ * given, on fabric @fabric_id). Returns it with a reference, or NULL.
+ */
+struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
+					  const u8 *peer_sysid)
+{
+	struct ntbsmc_dev *dev, *found = NULL;
+
+	mutex_lock(&ntbsmc_devs_lock);
+	list_for_each_entry(dev, &ntbsmc_devs, list) {
+		if (!net_eq(dev->net, net) || !READ_ONCE(dev->enabled) ||
+		    READ_ONCE(dev->state) != NTBSMC_DEV_ACTIVE)
+			continue;
+		if (memcmp(dev->peer_sysid, peer_sysid, NTBSMC_ID_LEN))
+			continue;
+		if (fabric_id && memcmp(dev->fabric_id, fabric_id, NTBSMC_ID_LEN))
+			continue;
+		kref_get(&dev->ref);	/* put by the caller */
+		found = dev;
+		break;
+	}
+	mutex_unlock(&ntbsmc_devs_lock);
+	return found;
+}
+
+/* Devices of @net that reached @peer_sysid before, whatever their link state now. */
+int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid)
+{
+	struct ntbsmc_dev *dev;
+	int n = 0;
+
+	mutex_lock(&ntbsmc_devs_lock);
+	list_for_each_entry(dev, &ntbsmc_devs, list)
+		n += net_eq(dev->net, net) && READ_ONCE(dev->enabled) &&
+		     !memcmp(dev->peer_sysid, peer_sysid, NTBSMC_ID_LEN);
+	mutex_unlock(&ntbsmc_devs_lock);
+	return n;
+}
+
+/* ---- settings (netlink) ---- */
+
+/*
+ * Moves @dev to @to: its connections are reset and the link is brought up again,
+ * so that the peer learns the system identity of the new namespace.
+ */
+static void dev_move(struct ntbsmc_dev *dev, struct net *to)
+{
+	mutex_lock(&dev->lock);
+	if (!net_eq(dev->net, to)) {
+		dev_go_down(dev);
+		WRITE_ONCE(dev->net, to);
+		if (dev->win && ntb_link_is_up(dev->ntb, NULL, NULL))
+			dev_start_bringup(dev);
+	}
+	mutex_unlock(&dev->lock);
+}
+
+int ntbsmc_dev_set(struct net *net, const char *name, int enabled, struct net *to,
+		   struct netlink_ext_ack *extack)
+{
+	struct ntbsmc_dev *dev;
+	int rc = -ENODEV;
+
+	mutex_lock(&ntbsmc_devs_lock);
+	list_for_each_entry(dev, &ntbsmc_devs, list) {
+		if (!net_eq(dev->net, net) || strcmp(dev->name, name))
+			continue;
+		if (enabled >= 0)
+			WRITE_ONCE(dev->enabled, enabled);
+		if (to)
+			dev_move(dev, to);
+		rc = 0;
+		break;
+	}
+	mutex_unlock(&ntbsmc_devs_lock);
+	if (rc)
+		NL_SET_ERR_MSG(extack, "no such NTB device in this network namespace");
+	return rc;
+}
+
+/* A namespace goes away: its devices return to the initial one, like netdevs. */
+void ntbsmc_dev_netns_exit(struct net *net)
+{
+	struct ntbsmc_dev *dev;
+
+	mutex_lock(&ntbsmc_devs_lock);
+	list_for_each_entry(dev, &ntbsmc_devs, list)
+		if (net_eq(dev->net, net))
+			dev_move(dev, &init_net);
+	mutex_unlock(&ntbsmc_devs_lock);
+}
+
+/* ---- NTB client ---- */
+
+static int ntbsmc_probe(struct ntb_client *client, struct ntb_dev *ntb)
+{
+	u64 need = BIT_ULL(NTBSMC_DB_EVENT) | BIT_ULL(NTBSMC_DB_BRINGUP);
+	struct ntbsmc_dev *dev;
+	int rc;
+
+	if (ntb_spad_count(ntb) < NTBSMC_SPAD_COUNT || ntb_mw_count(ntb, PIDX) < 1 ||
+	    ntb_peer_mw_count(ntb) < 1 || (ntb_db_valid_mask(ntb) & need) != need) {
+		dev_info(&ntb->dev, "ntbsmc: device lacks scratchpads, doorbells or windows\n");
+		return -ENODEV;
+	}
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+	kref_init(&dev->ref);
+	dev->ntb = ntb;
+	strscpy(dev->name, dev_name(&ntb->dev), sizeof(dev->name));
+	dev->net = &init_net;
+	dev->enabled = true;
+	mutex_init(&dev->lock);
+	spin_lock_init(&dev->slot_lock);
+	spin_lock_init(&dev->ev_lock);
+	tasklet_setup(&dev->ev_tasklet, dev_ev_tasklet);
+	INIT_DELAYED_WORK(&dev->bringup_work, dev_bringup_work);
+	INIT_WORK(&dev->link_work, dev_link_work);
+	INIT_DELAYED_WORK(&dev->lgr_idle_work, dev_lgr_idle_work);
+	device_property_read_u8_array(&ntb->pdev->dev, "ntb-fabric-id",
+				      dev->fabric_id, NTBSMC_ID_LEN);
+
+	dev->slot_map = bitmap_zalloc(NTBSMC_SLOT_MAX, GFP_KERNEL);
+	dev->conns = kcalloc(NTBSMC_SLOT_MAX, sizeof(*dev->conns), GFP_KERNEL);
+	if (!dev->slot_map || !dev->conns) {
+		rc = -ENOMEM;
+		goto err_put;
+	}
+	rc = ntb_set_ctx(ntb, dev, &ntbsmc_ctx_ops);
+	if (rc)
+		goto err_put;
+	ntb_db_clear(ntb, need);
+	ntb_db_clear_mask(ntb, need);
+	mutex_lock(&ntbsmc_devs_lock);
+	list_add_tail(&dev->list, &ntbsmc_devs);
+	mutex_unlock(&ntbsmc_devs_lock);
+	ntb_link_enable(ntb, NTB_SPEED_AUTO, NTB_WIDTH_AUTO);
+	schedule_work(&dev->link_work);
+	dev_info(&ntb->dev, "ntbsmc: bound, fabric %*phN\n", NTBSMC_ID_LEN, dev->fabric_id);
+	return 0;
+
+err_put:
+	ntbsmc_dev_put(dev);
+	return rc;
+}
+
+static void ntbsmc_remove(struct ntb_client *client, struct ntb_dev *ntb)
+{
+	struct ntbsmc_dev *dev = ntb->ctx;
+
+	mutex_lock(&ntbsmc_devs_lock);
+	list_del(&dev->list);
+	mutex_unlock(&ntbsmc_devs_lock);
+
+	ntb_link_disable(ntb);
+	ntb_db_set_mask(ntb, BIT_ULL(NTBSMC_DB_EVENT) | BIT_ULL(NTBSMC_DB_BRINGUP));
+	ntb_clear_ctx(ntb);
+	cancel_work_sync(&dev->link_work);
+	cancel_delayed_work_sync(&dev->bringup_work);
+	mutex_lock(&dev->lock);
+	dev_go_down(dev);
+	mutex_unlock(&dev->lock);
+	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_EPOCH, 0);
+	cancel_delayed_work_sync(&dev->lgr_idle_work);
+	/* Aborted connections no longer touch the windows once readers left. */
+	ntbsmc_conn_sync();
+	if (dev->win)
+		dev_free_windows(dev);
+	dev->win = NULL;
+	dev->peer_win = NULL;
+	ntbsmc_dev_put(dev);
+}
+
+static struct ntb_client ntbsmc_client = {
+	.ops = {
+		.probe = ntbsmc_probe,
+		.remove = ntbsmc_remove,
+	},
+};
+
+/* ---- slots: called by conn.c ---- */
+
+int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
+{
+	unsigned long flags;
+	int slot;
+
+	spin_lock_irqsave(&dev->slot_lock, flags);
+	if (READ_ONCE(dev->state) != NTBSMC_DEV_ACTIVE) {
+		slot = -ENOLINK;
+		goto out;
+	}
+	slot = find_first_zero_bit(dev->slot_map, dev->nslots);
+	if (slot >= dev->nslots) {
+		slot = -ENOBUFS;
+		goto out;
+	}
+	__set_bit(slot, dev->slot_map);
+	conn->my_slot = slot;
+	do {
+		conn->my_token = ++dev->next_token;
+	} while (!conn->my_token);
+	conn->epoch = dev->epoch;
+	conn->rmb_size = dev->rmb_size;
+	rcu_assign_pointer(dev->conns[slot], conn);
+	if (atomic_inc_return(&dev->lgr_conns) == 1) {
+		if (!dev->lgr_id) {
+			dev->lgr_id = atomic_inc_return(&ntbsmc_lgr_ids);
+			dev->lgr_created = jiffies;
+			atomic64_set(&dev->lgr_tx_bytes, 0);
+			atomic64_set(&dev->lgr_rx_bytes, 0);
+		}
+	}
+out:
+	spin_unlock_irqrestore(&dev->slot_lock, flags);
+	return slot < 0 ? slot : 0;
+}
+
+void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(dev->net);
+	unsigned long flags;
+
+	spin_lock_irqsave(&dev->slot_lock, flags);
+	/* A slot of an older epoch was released when the link went down. */
+	if (rcu_access_pointer(dev->conns[conn->my_slot]) == conn) {
+		RCU_INIT_POINTER(dev->conns[conn->my_slot], NULL);
+		__clear_bit(conn->my_slot, dev->slot_map);
+	}
+	if (atomic_dec_and_test(&dev->lgr_conns)) {
+		dev->lgr_idle_since = jiffies;
+		mod_delayed_work(system_wq, &dev->lgr_idle_work,
+				 msecs_to_jiffies(READ_ONCE(nn->lgr_idle_ms)));
+	}
+	spin_unlock_irqrestore(&dev->slot_lock, flags);
+}
+
+int ntbsmc_dev_init(void)
+{
+	return ntb_register_client(&ntbsmc_client);
+}
+
+void ntbsmc_dev_exit(void)
+{
+	ntb_unregister_client(&ntbsmc_client);
+	rcu_barrier();	/* conn_free() callbacks run module code */
+}

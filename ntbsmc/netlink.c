@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: generic netlink interface: devices, link groups, statistics. */
+
+#include <net/genetlink.h>
+#include <net/net_namespace.h>
+#include <linux/proc_ns.h>
+#include "ntbsmc.h"
+
+static const struct nla_policy ntbsmc_policy[NTBSMC_A_MAX + 1] = {
+	[NTBSMC_A_DEV_NAME]		= { .type = NLA_NUL_STRING, .len = 31 },
+	[NTBSMC_A_DEV_ENABLED]		= NLA_POLICY_MAX(NLA_U8, 1),
+	[NTBSMC_A_DEV_NETNS_PID]	= { .type = NLA_U32 },
+	[NTBSMC_A_DEV_NETNS_FD]		= { .type = NLA_U32 },
+};
+
+static struct genl_family ntbsmc_genl;
+
+static u64 jiffies_ms_since(unsigned long then)
+{
+	return jiffies_to_msecs(jiffies - then);
+}
+
+static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
+{
+	struct ntb_dev *ntb = dev->ntb;
+	struct nlattr *nest;
+
+	nest = nla_nest_start(skb, NTBSMC_A_DEV);
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put_string(skb, NTBSMC_DEV_NAME, dev->name) ||
+	    nla_put(skb, NTBSMC_DEV_FABRIC_ID, NTBSMC_ID_LEN, dev->fabric_id) ||
+	    nla_put_u8(skb, NTBSMC_DEV_STATE, READ_ONCE(dev->state)) ||
+	    nla_put_u8(skb, NTBSMC_DEV_ENABLED, READ_ONCE(dev->enabled)) ||
+	    nla_put_u64_64bit(skb, NTBSMC_DEV_NETNS_COOKIE, dev->net->net_cookie,
+			      NTBSMC_DEV_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_DEV_WINDOW_SIZE, dev->win_size, NTBSMC_DEV_PAD) ||
+	    nla_put_u32(skb, NTBSMC_DEV_MW_COUNT, ntb_mw_count(ntb, NTB_DEF_PEER_IDX)) ||
+	    nla_put_u32(skb, NTBSMC_DEV_DB_COUNT, hweight64(ntb_db_valid_mask(ntb))) ||
+	    nla_put_u32(skb, NTBSMC_DEV_SPAD_COUNT, ntb_spad_count(ntb)) ||
+	    nla_put_u32(skb, NTBSMC_DEV_RMB_SIZE, dev->rmb_size) ||
+	    nla_put_u32(skb, NTBSMC_DEV_RMB_COUNT, dev->nslots) ||
+	    (dev->state != NTBSMC_DEV_DOWN &&
+	     nla_put(skb, NTBSMC_DEV_PEER_SYSID, NTBSMC_ID_LEN, dev->peer_sysid))) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static int put_lgr(struct sk_buff *skb, struct ntbsmc_dev *dev)
+{
+	struct nlattr *nest;
+	u32 conns = atomic_read(&dev->lgr_conns);
+
+	nest = nla_nest_start(skb, NTBSMC_A_LGR);
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, NTBSMC_LGR_ID, dev->lgr_id) ||
+	    nla_put_string(skb, NTBSMC_LGR_DEV, dev->name) ||
+	    nla_put(skb, NTBSMC_LGR_PEER_SYSID, NTBSMC_ID_LEN, dev->peer_sysid) ||
+	    nla_put_u32(skb, NTBSMC_LGR_CONNS, conns) ||
+	    nla_put_u64_64bit(skb, NTBSMC_LGR_TX_BYTES, atomic64_read(&dev->lgr_tx_bytes),
+			      NTBSMC_LGR_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_LGR_RX_BYTES, atomic64_read(&dev->lgr_rx_bytes),
+			      NTBSMC_LGR_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_LGR_AGE_MS, jiffies_ms_since(dev->lgr_created),
+			      NTBSMC_LGR_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_LGR_IDLE_MS,
+			      conns ? 0 : jiffies_ms_since(dev->lgr_idle_since),
+			      NTBSMC_LGR_PAD)) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/*
+ * Dumps devices (or link groups) of the caller's namespace, one message each.
+ * cb->args[0] counts the ones already sent.
+ */
+static int dump_devs(struct sk_buff *skb, struct netlink_callback *cb, u8 cmd,
+		     int (*put)(struct sk_buff *, struct ntbsmc_dev *))
+{
+	struct net *net = sock_net(skb->sk);
+	struct ntbsmc_dev *dev;
+	long i = 0, skip = cb->args[0];
+	void *hdr;
+
+	mutex_lock(&ntbsmc_devs_lock);
+	list_for_each_entry(dev, &ntbsmc_devs, list) {
+		if (!net_eq(dev->net, net))
+			continue;
+		if (cmd == NTBSMC_CMD_LGR_GET && !dev->lgr_id)
+			continue;
+		if (i++ < skip)
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+				  &ntbsmc_genl, NLM_F_MULTI, cmd);
+		if (!hdr || put(skb, dev)) {
+			if (hdr)
+				genlmsg_cancel(skb, hdr);
+			i--;
+			break;
+		}
+		genlmsg_end(skb, hdr);
+	}
+	mutex_unlock(&ntbsmc_devs_lock);
+	cb->args[0] = i;
+	return skb->len;
+}
+
+static int ntbsmc_nl_dev_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	return dump_devs(skb, cb, NTBSMC_CMD_DEV_GET, put_dev);
+}
+
+static int ntbsmc_nl_lgr_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	return dump_devs(skb, cb, NTBSMC_CMD_LGR_GET, put_lgr);
+}
+
+static struct net *target_netns(struct genl_info *info)
+{
+	if (info->attrs[NTBSMC_A_DEV_NETNS_PID])
+		return get_net_ns_by_pid(nla_get_u32(info->attrs[NTBSMC_A_DEV_NETNS_PID]));
+	if (info->attrs[NTBSMC_A_DEV_NETNS_FD])
+		return get_net_ns_by_fd(nla_get_u32(info->attrs[NTBSMC_A_DEV_NETNS_FD]));
+	return NULL;
+}
+
+static int ntbsmc_nl_dev_set(struct sk_buff *skb, struct genl_info *info)
+{
+	struct net *net = genl_info_net(info), *to = NULL;
+	int rc;
+
+	if (!info->attrs[NTBSMC_A_DEV_NAME]) {
+		NL_SET_ERR_MSG(info->extack, "device name missing");
+		return -EINVAL;
+	}
+	if (info->attrs[NTBSMC_A_DEV_NETNS_PID] || info->attrs[NTBSMC_A_DEV_NETNS_FD]) {
+		to = target_netns(info);
+		if (IS_ERR(to)) {
+			NL_SET_ERR_MSG(info->extack, "no such network namespace");
+			return PTR_ERR(to);
+		}
+		/* Like moving a netdev: administer both namespaces. */
+		if (!netlink_ns_capable(skb, to->user_ns, CAP_NET_ADMIN)) {
+			put_net(to);
+			return -EPERM;
+		}
+	}
+	rc = ntbsmc_dev_set(net, nla_data(info->attrs[NTBSMC_A_DEV_NAME]),
+			    info->attrs[NTBSMC_A_DEV_ENABLED] ?
+			    nla_get_u8(info->attrs[NTBSMC_A_DEV_ENABLED]) : -1,
+			    to, info->extack);
+	if (to)
+		put_net(to);
+	return rc;
+}
+
+static int put_reasons(struct sk_buff *skb, int attr, atomic64_t *c)
+{
+	struct nlattr *nest = nla_nest_start(skb, attr);
+	int r;
+
+	if (!nest)
+		return -EMSGSIZE;
+	for (r = 0; r < __NTBSMC_REASON_MAX; r++)
+		if (nla_put_u64_64bit(skb, r + 1, atomic64_read(&c[r]), 0))
+			return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static int ntbsmc_nl_stats_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(genl_info_net(info));
+	struct nlattr *nest;
+	struct sk_buff *msg;
+	void *hdr;
+	int s;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &ntbsmc_genl, 0, NTBSMC_CMD_STATS_GET);
+	if (!hdr)
+		goto err;
+	nest = nla_nest_start(msg, NTBSMC_A_STATS);
+	if (!nest)
+		goto err;
+	/* The scalar counters come first in both enums, in the same order. */
+	for (s = 0; s < NTBSMC_STAT_FB_CLIENT; s++)
+		if (nla_put_u64_64bit(msg, s + 1, atomic64_read(&nn->stats[s]),
+				      NTBSMC_STATS_PAD))
+			goto err;
+	if (put_reasons(msg, NTBSMC_STATS_FB_CLIENT, &nn->stats[NTBSMC_STAT_FB_CLIENT]) ||
+	    put_reasons(msg, NTBSMC_STATS_FB_SERVER, &nn->stats[NTBSMC_STAT_FB_SERVER]))
+		goto err;
+	nla_nest_end(msg, nest);
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+err:
+	nlmsg_free(msg);
+	return -EMSGSIZE;
+}
+
+static int ntbsmc_nl_stats_reset(struct sk_buff *skb, struct genl_info *info)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(genl_info_net(info));
+	int s;
+
+	for (s = 0; s < __NTBSMC_STAT_MAX; s++)
+		atomic64_set(&nn->stats[s], 0);
+	return 0;
+}
+
+static const struct genl_small_ops ntbsmc_genl_ops[] = {
+	{
+		.cmd	= NTBSMC_CMD_DEV_GET,
+		.dumpit	= ntbsmc_nl_dev_dump,
+	},
+	{
+		.cmd	= NTBSMC_CMD_DEV_SET,
+		.doit	= ntbsmc_nl_dev_set,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= NTBSMC_CMD_LGR_GET,
+		.dumpit	= ntbsmc_nl_lgr_dump,
+	},
+	{
+		.cmd	= NTBSMC_CMD_STATS_GET,
+		.doit	= ntbsmc_nl_stats_get,
+	},
+	{
+		.cmd	= NTBSMC_CMD_STATS_RESET,
+		.doit	= ntbsmc_nl_stats_reset,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+};
+
+static struct genl_family ntbsmc_genl __ro_after_init = {
+	.name		= NTBSMC_GENL_NAME,
+	.version	= NTBSMC_GENL_VERSION,
+	.maxattr	= NTBSMC_A_MAX,
+	.policy		= ntbsmc_policy,
+	.netnsok	= true,
+	.module		= THIS_MODULE,
+	.small_ops	= ntbsmc_genl_ops,
+	.n_small_ops	= ARRAY_SIZE(ntbsmc_genl_ops),
+	.resv_start_op	= NTBSMC_CMD_MAX + 1,
+};
+
+int ntbsmc_netlink_init(void)
+{
+	return genl_register_family(&ntbsmc_genl);
+}
+
+void ntbsmc_netlink_exit(void)
+{
+	genl_unregister_family(&ntbsmc_genl);
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: per network namespace state: system identity, sysctls, statistics. */
+
+#include <linux/random.h>
+#include <linux/sysctl.h>
+#include <net/net_namespace.h>
+#include "ntbsmc.h"
+
+unsigned int ntbsmc_net_id;
+
+static int zero;
+static int one = 1;
+static int max_timeout_ms = 60000;
+static int min_timeout_ms = 100;
+static int max_busy_poll_us = 100000;
+static int min_rmb_kb = 16;
+static int max_rmb_kb = 4096;
+static int max_idle_ms = 24 * 3600 * 1000;
+
+static const struct ctl_table ntbsmc_sysctl_template[] = {
+	{
+		.procname	= "enabled",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &zero,
+		.extra2		= &one,
+	},
+	{
+		.procname	= "handshake_timeout_ms",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &min_timeout_ms,
+		.extra2		= &max_timeout_ms,
+	},
+	{
+		.procname	= "busy_poll_us",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &zero,
+		.extra2		= &max_busy_poll_us,
+	},
+	{
+		.procname	= "rmb_kb",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &min_rmb_kb,
+		.extra2		= &max_rmb_kb,
+	},
+	{
+		.procname	= "lgr_idle_ms",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &min_timeout_ms,
+		.extra2		= &max_idle_ms,
+	},
+	{ }
+};
+
+static int __net_init ntbsmc_net_init(struct net *net)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(net);
+	struct ctl_table *tbl;
+
+	get_random_bytes(nn->sysid, sizeof(nn->sysid));
+	nn->enabled = 1;
+	nn->handshake_timeout_ms = 2000;
+	nn->busy_poll_us = 0;
+	nn->rmb_kb = 256;
+	nn->lgr_idle_ms = 600 * 1000;
+
+	tbl = kmemdup(ntbsmc_sysctl_template, sizeof(ntbsmc_sysctl_template),
+		      GFP_KERNEL);
+	if (!tbl)
+		return -ENOMEM;
+	tbl[0].data = &nn->enabled;
+	tbl[1].data = &nn->handshake_timeout_ms;
+	tbl[2].data = &nn->busy_poll_us;
+	tbl[3].data = &nn->rmb_kb;
+	tbl[4].data = &nn->lgr_idle_ms;
+	/* Like net.ipv4: a namespace's settings are its own root's to change. */
+	nn->sysctl = register_net_sysctl(net, "net/ntbsmc", tbl);
+	if (!nn->sysctl) {
+		kfree(tbl);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void __net_exit ntbsmc_net_pre_exit(struct net *net)
+{
+	ntbsmc_dev_netns_exit(net);
+}
+
+static void __net_exit ntbsmc_net_exit(struct net *net)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(net);
+	struct ctl_table *tbl = nn->sysctl->ctl_table_arg;
+
+	unregister_net_sysctl_table(nn->sysctl);
+	kfree(tbl);
+}
+
+static struct pernet_operations ntbsmc_net_ops = {
+	.init	= ntbsmc_net_init,
+	.pre_exit = ntbsmc_net_pre_exit,
+	.exit	= ntbsmc_net_exit,
+	.id	= &ntbsmc_net_id,
+	.size	= sizeof(struct ntbsmc_net),
+};
+
+int ntbsmc_netns_init(void)
+{
+	return register_pernet_subsys(&ntbsmc_net_ops);
+}
+
+void ntbsmc_netns_exit(void)
+{
+	unregister_pernet_subsys(&ntbsmc_net_ops);
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* ntbsmc: internal interfaces, grouped by the file that implements them. */
+#ifndef NTBSMC_H
+#define NTBSMC_H
+
+#include <linux/ntb.h>
+#include <linux/net.h>
+#include <linux/refcount.h>
+#include <linux/workqueue.h>
+#include <linux/interrupt.h>
+#include <linux/srcu.h>
+#include <net/sock.h>
+#include <net/netns/generic.h>
+#include <uapi/linux/ntbsmc.h>
+#include "wire.h"
+
+#define NTBSMC_ID_LEN		16
+
+/* ---- netns.c: per network namespace state, settings, statistics ---- */
+
+enum ntbsmc_stat {
+	NTBSMC_STAT_CONN_NTB,		/* connections that ran over NTB */
+	NTBSMC_STAT_CONN_TCP,		/* connections that fell back */
+	NTBSMC_STAT_HS_ERR,		/* handshakes ended by a protocol error */
+	NTBSMC_STAT_TX_BYTES,
+	NTBSMC_STAT_RX_BYTES,
+	NTBSMC_STAT_DB_TX,		/* doorbells rung */
+	NTBSMC_STAT_DB_RX,		/* doorbell events handled */
+	NTBSMC_STAT_DB_SUPPRESSED,	/* updates that needed no doorbell */
+	NTBSMC_STAT_BUF_FULL,		/* writer found the peer's buffer full */
+	NTBSMC_STAT_ABORT,		/* connections reset (bad peer value, link) */
+	NTBSMC_STAT_CPU_BYTES,		/* bytes copied by the CPU */
+	NTBSMC_STAT_DMA_BYTES,		/* bytes moved by DMA */
+	NTBSMC_STAT_FB_CLIENT,		/* first of __NTBSMC_REASON_MAX client reasons */
+	NTBSMC_STAT_FB_SERVER = NTBSMC_STAT_FB_CLIENT + __NTBSMC_REASON_MAX,
+	__NTBSMC_STAT_MAX = NTBSMC_STAT_FB_SERVER + __NTBSMC_REASON_MAX,
+};
+
+struct ntbsmc_net {
+	u8 sysid[NTBSMC_ID_LEN];	/* this "host": one per network namespace */
+	int enabled;
+	int handshake_timeout_ms;
+	int busy_poll_us;
+	int rmb_kb;
+	int lgr_idle_ms;
+	atomic64_t stats[__NTBSMC_STAT_MAX];
+	struct ctl_table_header *sysctl;
+};
+
+extern unsigned int ntbsmc_net_id;
+
+static inline struct ntbsmc_net *ntbsmc_net(const struct net *net)
+{
+	return net_generic(net, ntbsmc_net_id);
+}
+
+static inline void ntbsmc_stat_add(const struct net *net, enum ntbsmc_stat s, u64 v)
+{
+	atomic64_add(v, &ntbsmc_net(net)->stats[s]);
+}
+
+int ntbsmc_netns_init(void);
+void ntbsmc_netns_exit(void);
+
+/* ---- dev.c: NTB client, link bring-up, windows, doorbells; link groups ---- */
+
+enum ntbsmc_dev_state {
+	NTBSMC_DEV_DOWN,	/* link down */
+	NTBSMC_DEV_BRINGUP,	/* link up, scratchpads being exchanged */
+	NTBSMC_DEV_ACTIVE,	/* both sides know each other: usable */
+};
+
+struct ntbsmc_conn;
+
+struct ntbsmc_dev {
+	struct kref ref;
+	struct list_head list;		/* ntbsmc_devs, under ntbsmc_devs_lock */
+	struct ntb_dev *ntb;
+	char name[32];
+	struct net *net;		/* the namespace it serves; no reference:
+					 * moved back to init_net when it exits */
+	bool enabled;
+	u8 fabric_id[NTBSMC_ID_LEN];
+
+	struct mutex lock;		/* state changes */
+	enum ntbsmc_dev_state state;
+	u32 epoch, peer_epoch;
+	u8 peer_sysid[NTBSMC_ID_LEN];
+
+	/* Inbound window: written by the peer, read here */
+	void *win;
+	dma_addr_t win_dma;
+	size_t win_size;
+	/* Outbound window: the peer's inbound window */
+	void __iomem *peer_win;
+	size_t peer_win_size;
+
+	/* Receive buffers: slot i owns the RMB at NTBSMC_RMB_OFFSET + i * rmb_size */
+	spinlock_t slot_lock;
+	unsigned int nslots;
+	u32 rmb_size;
+	unsigned long *slot_map;
+	struct ntbsmc_conn __rcu **conns;	/* by local slot */
+	u32 next_token;
+
+	/* Events: posting into the peer's ring, draining ours */
+	spinlock_t ev_lock;
+	u32 ev_tx_prod;			/* entries posted to the peer */
+	u32 ev_rx_cons;			/* entries of ours consumed */
+	u32 ev_rx_overflow;
+	struct tasklet_struct ev_tasklet;
+
+	struct delayed_work bringup_work;
+	struct work_struct link_work;
+
+	/* Link group: the connections between the two systems on this link */
+	u32 lgr_id;
+	unsigned long lgr_created, lgr_idle_since;
+	atomic_t lgr_conns;
+	atomic64_t lgr_tx_bytes, lgr_rx_bytes;
+	struct delayed_work lgr_idle_work;
+};
+
+extern struct list_head ntbsmc_devs;
+extern struct mutex ntbsmc_devs_lock;
+
+int ntbsmc_dev_init(void);
+void ntbsmc_dev_exit(void);
+int ntbsmc_dev_set(struct net *net, const char *name, int enabled, struct net *to,
+		   struct netlink_ext_ack *extack);
+void ntbsmc_dev_netns_exit(struct net *net);
+void ntbsmc_dev_put(struct ntbsmc_dev *dev);
+struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
+					  const u8 *peer_sysid);
+int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid);
+void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot);
+int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
+void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
+
+/* ---- conn.c: one NTB-mode connection: buffers, cursors, data path ---- */
+
+struct ntbsmc_conn {
+	refcount_t ref;
+	spinlock_t lock;		/* cursors and flags below */
+	struct rcu_head rcu;
+	unsigned long released;		/* bit 0: slot given back */
+	struct ntbsmc_dev *dev;		/* ref held */
+	struct sock *sk;		/* NULL once the socket is gone */
+	u32 epoch;			/* dev->epoch when set up */
+	u32 my_slot, my_token;
+	u32 peer_slot, peer_token;
+	u32 rmb_size, peer_rmb_size;
+
+	void *rmb;				/* our buffer, peer writes */
+	struct ntbsmc_slot *rx_ctl;		/* our control block, peer writes */
+	void __iomem *peer_rmb;			/* peer's buffer, we write */
+	struct ntbsmc_slot __iomem *tx_ctl;	/* peer's control block */
+
+	/* Ours, published to the peer through tx_ctl */
+	u64 tx_prod;		/* bytes written into the peer's buffer */
+	u64 rx_cons;		/* bytes consumed from our buffer */
+	u32 my_flags;
+	/* Peer's, as last validated from rx_ctl */
+	u64 peer_prod;
+	u64 peer_cons;
+	u32 peer_flags;
+
+	int err;		/* ECONNRESET once aborted */
+	bool established;	/* handshake completed */
+	bool closed;		/* our side closed: slot freed when the peer is done */
+	u64 tx_bytes, rx_bytes;
+};
+
+struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk);
+int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *peer);
+void ntbsmc_conn_put(struct ntbsmc_conn *conn);
+extern struct srcu_struct ntbsmc_srcu;
+void ntbsmc_conn_sync(void);
+void ntbsmc_conn_established(struct ntbsmc_conn *conn);
+void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why);
+void ntbsmc_conn_event(struct ntbsmc_conn *conn);
+void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort);
+int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
+			struct msghdr *msg, size_t len);
+int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
+			struct msghdr *msg, size_t len, int flags);
+__poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn);
+void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how);
+int ntbsmc_conn_inq(struct ntbsmc_conn *conn);
+int ntbsmc_conn_outq(struct ntbsmc_conn *conn);
+
+/* ---- ulp.c: the TCP ULP, socket-level behaviour, mode switches ---- */
+
+struct ntbsmc_sock {
+	refcount_t ref;			/* socket + handshake work */
+	struct sock *sk;
+	struct proto *sk_proto;		/* TCP's, restored on fallback */
+	const struct proto_ops *sk_ops;
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+	void (*saved_state_change)(struct sock *sk);
+
+	u32 mode;			/* enum ntbsmc_mode */
+	u32 reason;			/* enum ntbsmc_reason */
+	u32 peer_reason;
+	bool client;
+	bool hs_started;
+	unsigned long hs_start;		/* jiffies: connection established */
+	struct work_struct hs_work;
+	wait_queue_head_t hs_wq;	/* handshake worker waits for TCP here */
+
+	struct ntbsmc_conn *conn;	/* NTB mode */
+};
+
+int ntbsmc_ulp_init(void);
+void ntbsmc_ulp_exit(void);
+
+/* ---- netlink.c ---- */
+
+int ntbsmc_netlink_init(void);
+void ntbsmc_netlink_exit(void);
+
+/* ---- clc.c: the handshake ---- */
+
+int ntbsmc_clc_client(struct ntbsmc_sock *ctx);
+int ntbsmc_clc_server(struct ntbsmc_sock *ctx);
+
+#endif /* NTBSMC_H */

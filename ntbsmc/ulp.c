@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: the TCP upper-layer protocol: socket behaviour and mode switches. */
+
+/*
+ * Like kTLS, ntbsmc keeps the TCP socket and swaps its sk_prot and socket ops:
+ *
+ *   ACTIVE    while the handshake runs and in NTB mode: our tables, which pass
+ *             anything that is not ours to TCP's;
+ *   FALLBACK  plain TCP: TCP's own tables, but for getsockopt, so that the
+ *             application can still ask why (the data path is TCP's, untouched).
+ *
+ * A listening socket stays ACTIVE; each accepted child gets its own context in
+ * ->clone() and its handshake starts as soon as TCP established it, before accept().
+ */
+
+#include <linux/module.h>
+#include <linux/sched/signal.h>
+#include <net/tcp.h>
+#include <linux/ioctl.h>
+#include <asm/ioctls.h>
+#include <net/inet_common.h>
+#include <net/transp_v6.h>
+#include "ntbsmc.h"
+
+enum { NTBSMC_V4, NTBSMC_V6, NTBSMC_NFAM };
+enum { NTBSMC_ACTIVE, NTBSMC_FALLBACK, NTBSMC_NCONF };
+
+static struct proto ntbsmc_prots[NTBSMC_NFAM][NTBSMC_NCONF];
+static struct proto_ops ntbsmc_proto_ops[NTBSMC_NFAM];
+static const struct proto *saved_tcpv6_prot;
+static DEFINE_MUTEX(ntbsmc_prot_lock);
+static struct workqueue_struct *ntbsmc_wq;
+
+static struct ntbsmc_sock *ntbsmc_ctx(const struct sock *sk)
+{
+	return (__force struct ntbsmc_sock *)inet_csk(sk)->icsk_ulp_data;
+}
+
+static int sk_fam(const struct sock *sk)
+{
+	return sk->sk_family == AF_INET6 ? NTBSMC_V6 : NTBSMC_V4;
+}
+
+static void ctx_put(struct ntbsmc_sock *ctx)
+{
+	if (refcount_dec_and_test(&ctx->ref))
+		kfree(ctx);
+}
+
+/* ---- callbacks while the handshake runs ---- */
+
+static void ntbsmc_data_ready(struct sock *sk)
+{
+	struct ntbsmc_sock *ctx;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	ctx = ntbsmc_ctx(sk);
+	if (ctx) {
+		wake_up_all(&ctx->hs_wq);
+		ctx->saved_data_ready(sk);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void ntbsmc_state_change(struct sock *sk)
+{
+	struct ntbsmc_sock *ctx;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	ctx = ntbsmc_ctx(sk);
+	if (ctx) {
+		/* A client's handshake starts when its connect completes. */
+		if (ctx->client && READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE &&
+		    sk->sk_state == TCP_ESTABLISHED && !ctx->hs_started) {
+			ctx->hs_started = true;
+			ctx->hs_start = jiffies;
+			refcount_inc(&ctx->ref);	/* put by hs_work */
+			sock_hold(sk);			/* put by hs_work */
+			queue_work(ntbsmc_wq, &ctx->hs_work);
+		}
+		wake_up_all(&ctx->hs_wq);
+		ctx->saved_state_change(sk);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void ctx_hook(struct ntbsmc_sock *ctx, struct sock *sk)
+{
+	ctx->saved_data_ready = sk->sk_data_ready;
+	ctx->saved_write_space = sk->sk_write_space;
+	ctx->saved_state_change = sk->sk_state_change;
+	sk->sk_data_ready = ntbsmc_data_ready;
+	sk->sk_state_change = ntbsmc_state_change;
+}
+
+static void ctx_unhook(struct ntbsmc_sock *ctx, struct sock *sk)
+{
+	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_data_ready == ntbsmc_data_ready)
+		sk->sk_data_ready = ctx->saved_data_ready;
+	if (sk->sk_state_change == ntbsmc_state_change)
+		sk->sk_state_change = ctx->saved_state_change;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void ntbsmc_hs_work(struct work_struct *work);
+
+static struct ntbsmc_sock *ctx_alloc(struct sock *sk, gfp_t gfp)
+{
+	struct ntbsmc_sock *ctx = kzalloc(sizeof(*ctx), gfp);
+
+	if (!ctx)
+		return NULL;
+	refcount_set(&ctx->ref, 1);	/* the socket's, put in ->release() */
+	ctx->sk = sk;
+	ctx->mode = NTBSMC_MODE_HANDSHAKE;
+	init_waitqueue_head(&ctx->hs_wq);
+	INIT_WORK(&ctx->hs_work, ntbsmc_hs_work);
+	return ctx;
+}
+
+/* ---- mode switches ---- */
+
+static void count_result(struct ntbsmc_sock *ctx)
+{
+	struct net *net = sock_net(ctx->sk);
+
+	if (ctx->mode == NTBSMC_MODE_NTB) {
+		ntbsmc_stat_add(net, NTBSMC_STAT_CONN_NTB, 1);
+		return;
+	}
+	ntbsmc_stat_add(net, NTBSMC_STAT_CONN_TCP, 1);
+	ntbsmc_stat_add(net, (ctx->client ? NTBSMC_STAT_FB_CLIENT : NTBSMC_STAT_FB_SERVER) +
+			min_t(u32, ctx->reason, __NTBSMC_REASON_MAX - 1), 1);
+}
+
+/*
+ * Ends the handshake: NTB mode (rc 0), plain TCP with a reason (rc > 0), or a
+ * reset TCP connection (rc < 0: the handshake bytes can no longer be accounted
+ * for, so neither end may fall back). Wakes everyone who waited for it.
+ */
+static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
+{
+	struct sock *sk = ctx->sk;
+	int fam = sk_fam(sk);
+
+	if (rc < 0) {
+		if (rc == -EPROTO)
+			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_HS_ERR, 1);
+		ctx->reason = rc == -ETIMEDOUT ? NTBSMC_REASON_TIMEOUT : NTBSMC_REASON_PROTOCOL;
+		tcp_abort(sk, -rc);
+		rc = ctx->reason;
+	}
+	ctx_unhook(ctx, sk);
+	lock_sock(sk);
+	if (rc == 0) {
+		WRITE_ONCE(ctx->mode, NTBSMC_MODE_NTB);
+	} else {
+		ctx->reason = rc;
+		WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
+		WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[fam][NTBSMC_FALLBACK]);
+		if (sk->sk_socket)
+			WRITE_ONCE(sk->sk_socket->ops, ctx->sk_ops);
+	}
+	release_sock(sk);
+	count_result(ctx);
+	wake_up_all(&ctx->hs_wq);
+	/* Wake readers, writers and pollers: the socket is usable now. */
+	sk->sk_state_change(sk);
+	sk->sk_data_ready(sk);
+	sk->sk_write_space(sk);
+}
+
+static void ntbsmc_hs_work(struct work_struct *work)
+{
+	struct ntbsmc_sock *ctx = container_of(work, struct ntbsmc_sock, hs_work);
+	struct sock *sk = ctx->sk;
+	int rc;
+
+	rc = ctx->client ? ntbsmc_clc_client(ctx) : ntbsmc_clc_server(ctx);
+	ctx_finish(ctx, rc);
+	sock_put(sk);
+	ctx_put(ctx);
+}
+
+/* ---- the ULP ---- */
+
+static void build_protos(struct proto prot[NTBSMC_NCONF], struct proto_ops *ops,
+			 const struct proto *base, const struct proto_ops *base_ops);
+
+/* tcpv6_prot lives in the ipv6 module: build its tables once we see it. */
+static void ntbsmc_build(struct sock *sk)
+{
+	const struct proto *prot = READ_ONCE(sk->sk_prot);
+
+	if (sk_fam(sk) != NTBSMC_V6 ||
+	    likely(prot == smp_load_acquire(&saved_tcpv6_prot)))
+		return;
+	mutex_lock(&ntbsmc_prot_lock);
+	if (prot != saved_tcpv6_prot) {
+		build_protos(ntbsmc_prots[NTBSMC_V6], &ntbsmc_proto_ops[NTBSMC_V6], prot,
+			     sk->sk_socket->ops);
+		smp_store_release(&saved_tcpv6_prot, prot);
+	}
+	mutex_unlock(&ntbsmc_prot_lock);
+}
+
+static int ntbsmc_ulp_init_sk(struct sock *sk)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
+	struct ntbsmc_sock *ctx;
+
+	/* Before connect() or listen(): the offer travels in the SYN. */
+	if (sk->sk_state != TCP_CLOSE)
+		return sk->sk_state == TCP_LISTEN ? -EINVAL : -EISCONN;
+	if (!sk->sk_socket || sk->sk_type != SOCK_STREAM)
+		return -EINVAL;
+	ntbsmc_build(sk);
+	ctx = ctx_alloc(sk, GFP_KERNEL);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->client = true;	/* until listen() */
+	ctx->sk_proto = READ_ONCE(sk->sk_prot);
+	ctx->sk_ops = sk->sk_socket->ops;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	ctx_hook(ctx, sk);
+	rcu_assign_pointer(inet_csk(sk)->icsk_ulp_data, ctx);
+	write_unlock_bh(&sk->sk_callback_lock);
+	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_ACTIVE]);
+	WRITE_ONCE(sk->sk_socket->ops, &ntbsmc_proto_ops[sk_fam(sk)]);
+	tcp_sk(sk)->syn_smc = READ_ONCE(nn->enabled);
+	return 0;
+}
+
+/* A child of an ntbsmc listener: its own context, its handshake starts now. */
+static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
+			     const gfp_t priority)
+{
+	struct ntbsmc_sock *lctx = ntbsmc_ctx(newsk);	/* copied from the listener */
+	struct ntbsmc_sock *ctx = ctx_alloc(newsk, priority);
+
+	/* tcp_cleanup_ulp() puts a module reference for every socket. */
+	__module_get(THIS_MODULE);
+	if (!ctx) {
+		/* No memory: the child is plain TCP, told nothing it could misread. */
+		newsk->sk_prot = lctx->sk_proto;
+		tcp_sk(newsk)->syn_smc = 0;
+		rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, NULL);
+		return;
+	}
+	ctx->sk_proto = lctx->sk_proto;
+	ctx->sk_ops = lctx->sk_ops;
+	ctx->hs_started = true;
+	ctx->hs_start = jiffies;
+	ctx_hook(ctx, newsk);
+	rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, ctx);
+	refcount_inc(&ctx->ref);	/* put by hs_work */
+	sock_hold(newsk);		/* put by hs_work */
+	queue_work(ntbsmc_wq, &ctx->hs_work);
+}
+
+/* The socket is destroyed (any context): drop what it owned. */
+static void ntbsmc_ulp_release(struct sock *sk)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+
+	if (!ctx)
+		return;
+	if (ctx->conn) {
+		/* Never closed through close(), e.g. a child nobody accepted. */
+		ntbsmc_conn_release(ctx->conn, true);
+		ctx->conn = NULL;
+	}
+	rcu_assign_pointer(inet_csk(sk)->icsk_ulp_data, NULL);
+	ctx_put(ctx);
+}
+
+static struct tcp_ulp_ops ntbsmc_ulp_ops __read_mostly = {
+	.name		= NTBSMC_ULP_NAME,
+	.owner		= THIS_MODULE,
+	.init		= ntbsmc_ulp_init_sk,
+	.clone		= ntbsmc_ulp_clone,
+	.release	= ntbsmc_ulp_release,
+};
+
+/* ---- socket operations while ACTIVE ---- */
+
+/*
+ * Waits (lock held) until the handshake ended. Returns 0, or -EAGAIN / -EINTR /
+ * -ERESTARTSYS like a TCP call that would wait.
+ */
+static int wait_handshake(struct sock *sk, struct ntbsmc_sock *ctx, long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+	while (READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE) {
+		if (!*timeo)
+			return -EAGAIN;
+		if (signal_pending(current))
+			return sock_intr_errno(*timeo);
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, timeo, READ_ONCE(ctx->mode) != NTBSMC_MODE_HANDSHAKE,
+			      &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+	return 0;
+}
+
+/* The handshake is running: TCP is established and the outcome pending. */
+static bool in_handshake(struct sock *sk, struct ntbsmc_sock *ctx)
+{
+	return READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE &&
+	       ctx->hs_started && sk->sk_state == TCP_ESTABLISHED;
+}
+
+static int ntbsmc_sendmsg(struct sock *sk, struct msghdr *msg, size_t len)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	long timeo;
+	int rc;
+
+	lock_sock(sk);
+	if (in_handshake(sk, ctx)) {
+		timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+		rc = wait_handshake(sk, ctx, &timeo);
+		if (rc) {
+			release_sock(sk);
+			return rc;
+		}
+	}
+	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+		rc = ntbsmc_conn_sendmsg(sk, ctx->conn, msg, len);
+		release_sock(sk);
+		return rc;
+	}
+	release_sock(sk);
+	return ctx->sk_proto->sendmsg(sk, msg, len);
+}
+
+static int ntbsmc_recvmsg(struct sock *sk, struct msghdr *msg, size_t len,
+			  int flags, int *addr_len)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	long timeo;
+	int rc;
+
+	if (flags & MSG_ERRQUEUE)
+		return ctx->sk_proto->recvmsg(sk, msg, len, flags, addr_len);
+	lock_sock(sk);
+	if (in_handshake(sk, ctx)) {
+		timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+		rc = wait_handshake(sk, ctx, &timeo);
+		if (rc) {
+			release_sock(sk);
+			return rc;
+		}
+	}
+	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+		if (flags & MSG_OOB)
+			rc = -EINVAL;	/* no urgent data over NTB */
+		else
+			rc = ntbsmc_conn_recvmsg(sk, ctx->conn, msg, len, flags);
+		release_sock(sk);
+		return rc;
+	}
+	release_sock(sk);
+	return ctx->sk_proto->recvmsg(sk, msg, len, flags, addr_len);
+}
+
+static int ntbsmc_sendpage(struct sock *sk, struct page *page, int offset,
+			   size_t size, int flags)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	struct msghdr msg = { .msg_flags = flags };
+	struct bio_vec bvec = { .bv_page = page, .bv_offset = offset, .bv_len = size };
+
+	if (READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB && !in_handshake(sk, ctx))
+		return ctx->sk_proto->sendpage(sk, page, offset, size, flags);
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bvec, 1, size);
+	return ntbsmc_sendmsg(sk, &msg, size);
+}
+
+static int ntbsmc_ioctl(struct sock *sk, int cmd, unsigned long arg)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	int val;
+
+	if (READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB)
+		return ctx->sk_proto->ioctl(sk, cmd, arg);
+	switch (cmd) {
+	case SIOCINQ:
+		val = ntbsmc_conn_inq(ctx->conn);
+		break;
+	case SIOCOUTQ:
+	case SIOCOUTQNSD:
+		val = ntbsmc_conn_outq(ctx->conn);
+		break;
+	case SIOCATMARK:
+		val = 0;
+		break;
+	default:
+		return -ENOIOCTLCMD;
+	}
+	return put_user(val, (int __user *)arg);
+}
+
+static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
+			     char __user *optval, int __user *optlen)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	struct ntbsmc_info info = {};
+	int len;
+
+	if (level != SOL_NTBSMC)
+		return ctx->sk_proto->getsockopt(sk, level, optname, optval, optlen);
+	if (optname != NTBSMC_INFO)
+		return -ENOPROTOOPT;
+	if (get_user(len, optlen))
+		return -EFAULT;
+	if (len < 0)
+		return -EINVAL;
+	lock_sock(sk);
+	info.mode = sk->sk_state == TCP_LISTEN ? NTBSMC_MODE_LISTEN : READ_ONCE(ctx->mode);
+	info.reason = ctx->reason;
+	info.peer_reason = ctx->peer_reason;
+	if (ctx->conn) {
+		info.lgr_id = ctx->conn->dev->lgr_id;
+		info.tx_bytes = ctx->conn->tx_bytes;
+		info.rx_bytes = ctx->conn->rx_bytes;
+		info.rmb_size = ctx->conn->rmb_size;
+		info.peer_rmb_size = ctx->conn->peer_rmb_size;
+	}
+	release_sock(sk);
+	len = min_t(int, len, sizeof(info));
+	if (put_user(len, optlen) || copy_to_user(optval, &info, len))
+		return -EFAULT;
+	return 0;
+}
+
+static void ntbsmc_close(struct sock *sk, long timeout)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	struct proto *tcp = ctx->sk_proto;
+
+	lock_sock(sk);
+	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB && ctx->conn) {
+		ntbsmc_conn_release(ctx->conn, sock_flag(sk, SOCK_LINGER) &&
+					       !sk->sk_lingertime);
+		ctx->conn = NULL;
+	}
+	/* From here on the socket is TCP's to close; ->release() frees ctx. */
+	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_FALLBACK]);
+	release_sock(sk);
+	ctx_unhook(ctx, sk);
+	tcp->close(sk, timeout);
+}
+
+/* ---- socket-level operations while ACTIVE ---- */
+
+static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
+			  int flags)
+{
+	struct sock *sk = sock->sk;
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	long timeo;
+	int rc;
+
+	rc = ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
+	if (rc)
+		return rc;
+	/* Established: a blocking connect returns once the handshake ended. */
+	lock_sock(sk);
+	timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
+	if (in_handshake(sk, ctx))
+		rc = wait_handshake(sk, ctx, &timeo);
+	release_sock(sk);
+	return rc == -EAGAIN ? -EINPROGRESS : rc;
+}
+
+static int ntbsmc_accept(struct socket *sock, struct socket *newsock, int flags,
+			 bool kern)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sock->sk), *cctx;
+	struct sock *csk;
+	int rc;
+
+	rc = ctx->sk_ops->accept(sock, newsock, flags, kern);
+	if (rc)
+		return rc;
+	csk = newsock->sk;
+	lock_sock(csk);
+	cctx = ntbsmc_ctx(csk);
+	if (!cctx || READ_ONCE(cctx->mode) == NTBSMC_MODE_TCP)
+		newsock->ops = ctx->sk_ops;
+	release_sock(csk);
+	return 0;
+}
+
+static int ntbsmc_listen(struct socket *sock, int backlog)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sock->sk);
+	int rc;
+
+	rc = ctx->sk_ops->listen(sock, backlog);
+	if (!rc) {
+		ctx->client = false;
+		ctx_unhook(ctx, sock->sk);	/* children hook themselves */
+	}
+	return rc;
+}
+
+static __poll_t ntbsmc_poll(struct file *file, struct socket *sock,
+			    struct poll_table_struct *wait)
+{
+	struct sock *sk = sock->sk;
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+
+	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+		sock_poll_wait(file, sock, wait);
+		return ntbsmc_conn_poll(sk, ctx->conn);
+	}
+	if (!in_handshake(sk, ctx))
+		return ctx->sk_ops->poll(file, sock, wait);
+	/* Negotiating: nothing to report yet but errors; ctx_finish() wakes us. */
+	sock_poll_wait(file, sock, wait);
+	return READ_ONCE(sk->sk_err) ? EPOLLERR : 0;
+}
+
+static int ntbsmc_shutdown(struct socket *sock, int how)
+{
+	struct sock *sk = sock->sk;
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+
+	if (READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB)
+		return ctx->sk_ops->shutdown(sock, how);
+	how++;	/* SHUT_RD/WR/RDWR -> RCV_SHUTDOWN/SEND_SHUTDOWN/both */
+	if ((how & ~SHUTDOWN_MASK) || !how)
+		return -EINVAL;
+	lock_sock(sk);
+	/* TCP's own shutdown is left alone: over NTB the peer learns it from us. */
+	sk->sk_shutdown |= how;
+	ntbsmc_conn_shutdown(ctx->conn, how);
+	release_sock(sk);
+	sk->sk_state_change(sk);
+	return 0;
+}
+
+/* ---- tables ---- */
+
+static void build_protos(struct proto prot[NTBSMC_NCONF], struct proto_ops *ops,
+			 const struct proto *base, const struct proto_ops *base_ops)
+{
+	prot[NTBSMC_ACTIVE] = *base;
+	prot[NTBSMC_ACTIVE].close = ntbsmc_close;
+	prot[NTBSMC_ACTIVE].sendmsg = ntbsmc_sendmsg;
+	prot[NTBSMC_ACTIVE].recvmsg = ntbsmc_recvmsg;
+	prot[NTBSMC_ACTIVE].sendpage = ntbsmc_sendpage;
+	prot[NTBSMC_ACTIVE].ioctl = ntbsmc_ioctl;
+	prot[NTBSMC_ACTIVE].getsockopt = ntbsmc_getsockopt;
+
+	prot[NTBSMC_FALLBACK] = *base;
+	prot[NTBSMC_FALLBACK].getsockopt = ntbsmc_getsockopt;
+
+	*ops = *base_ops;
+	ops->connect = ntbsmc_connect;
+	ops->accept = ntbsmc_accept;
+	ops->listen = ntbsmc_listen;
+	ops->poll = ntbsmc_poll;
+	ops->shutdown = ntbsmc_shutdown;
+	/* TCP's splice and read_sock read the skb queue: read through recvmsg. */
+	ops->splice_read = NULL;
+	ops->read_sock = NULL;
+}
+
+int ntbsmc_ulp_init(void)
+{
+	int rc;
+
+	ntbsmc_wq = alloc_workqueue("ntbsmc_hs", WQ_UNBOUND, 0);
+	if (!ntbsmc_wq)
+		return -ENOMEM;
+	build_protos(ntbsmc_prots[NTBSMC_V4], &ntbsmc_proto_ops[NTBSMC_V4], &tcp_prot,
+		     &inet_stream_ops);
+	/* The SYN option both ends offer ntbsmc with (shared with Linux SMC). */
+	static_branch_inc(&tcp_have_smc);
+	rc = tcp_register_ulp(&ntbsmc_ulp_ops);
+	if (rc) {
+		static_branch_dec(&tcp_have_smc);
+		destroy_workqueue(ntbsmc_wq);
+	}
+	return rc;
+}
+
+void ntbsmc_ulp_exit(void)
+{
+	tcp_unregister_ulp(&ntbsmc_ulp_ops);
+	static_branch_dec(&tcp_have_smc);
+	destroy_workqueue(ntbsmc_wq);
+}

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* ntbsmc: formats that cross the link: the memory window layout and the handshake. */
+#ifndef NTBSMC_WIRE_H
+#define NTBSMC_WIRE_H
+
+#include <linux/types.h>
+#include <linux/build_bug.h>
+
+/*
+ * Memory window layout. Each side owns an inbound window that only its peer writes
+ * (posted writes through the peer's outbound mapping) and only it reads (local
+ * memory). Everything a side needs to read is therefore local; everything it tells
+ * the peer is a remote write. All fields are little endian and each has a single
+ * writer: the peer.
+ *
+ *   0                    struct ntbsmc_win_hdr   (event ring for the window's owner)
+ *   NTBSMC_SLOT_OFFSET   struct ntbsmc_slot[]    (one per connection buffer)
+ *   rmb_offset           receive buffers (RMBs), rmb_size each, slot i at i
+ */
+#define NTBSMC_WIN_MAGIC	0x4e54534d	/* "NTSM" */
+#define NTBSMC_EV_RING		256		/* power of two */
+#define NTBSMC_SLOT_OFFSET	4096
+#define NTBSMC_SLOT_MAX		1024
+#define NTBSMC_RMB_OFFSET	(NTBSMC_SLOT_OFFSET + NTBSMC_SLOT_MAX * 64)
+
+struct ntbsmc_win_hdr {
+	__le32 magic;
+	__le32 epoch;		/* the writer's link epoch */
+	/* Events for the window's owner: slot numbers whose control block changed */
+	__le32 ev_prod;		/* entries written */
+	__le32 ev_overflow;	/* bumped when the ring was full: owner rescans */
+	/* How far the writer consumed the owner's events in the writer's window */
+	__le32 ev_cons;
+	__le32 pad[11];
+	__le16 ev[NTBSMC_EV_RING];
+};
+
+/* Flags a side publishes about its end of a connection (ntbsmc_slot.flags) */
+#define NTBSMC_F_WANT_DATA	0x01	/* ring me when you produce */
+#define NTBSMC_F_WANT_SPACE	0x02	/* ring me when you consume */
+#define NTBSMC_F_WRITE_DONE	0x04	/* no more data from me (FIN) */
+#define NTBSMC_F_CLOSED		0x08	/* I closed: I read nothing more */
+#define NTBSMC_F_ABORT		0x10	/* connection reset */
+#define NTBSMC_F_VALID		0x1f
+
+/*
+ * Control block of one connection in the window of the side that receives through
+ * its RMB. Written by the peer: the peer's producer cursor into this RMB, the peer's
+ * consumer cursor of its own RMB (the credit for what this side sent), its flags.
+ * Cursors are byte counts since the connection started; they never wrap.
+ */
+struct ntbsmc_slot {
+	__le32 token;		/* connection this block currently belongs to */
+	__le32 flags;
+	__le64 prod;
+	__le64 cons;
+	__le32 pad[10];
+};
+
+static_assert(sizeof(struct ntbsmc_win_hdr) <= NTBSMC_SLOT_OFFSET);
+static_assert(sizeof(struct ntbsmc_slot) == 64);
+
+/*
+ * Link bring-up through scratchpads (written into the peer's, read from ours), so
+ * that hardware without message registers (PEX-8749) works. The epoch is written
+ * last: a non-zero epoch means the rest is valid.
+ */
+enum {
+	NTBSMC_SPAD_MAGIC,	/* NTBSMC_SPAD_MAGIC_V1 */
+	NTBSMC_SPAD_SYSID0,	/* 16-byte system identity, 4 scratchpads */
+	NTBSMC_SPAD_SYSID1,
+	NTBSMC_SPAD_SYSID2,
+	NTBSMC_SPAD_SYSID3,
+	NTBSMC_SPAD_WIN_KB,	/* size of the inbound window translated, KiB */
+	NTBSMC_SPAD_RSVD,
+	NTBSMC_SPAD_EPOCH,
+	NTBSMC_SPAD_COUNT	/* 8: what a PEX-8749 NT port has */
+};
+
+#define NTBSMC_SPAD_MAGIC_V1	0x4e540001
+
+/* Doorbell bits */
+#define NTBSMC_DB_EVENT		0	/* events in the ring */
+#define NTBSMC_DB_BRINGUP	1	/* scratchpads changed */
+
+/*
+ * Handshake over the TCP connection, after both ends offered ntbsmc in the SYN and
+ * SYN-ACK:
+ *
+ *   client                                    server
+ *   HELLO (a valid SMC-R v1 CLC DECLINE) -->
+ *                                         <-- HELLO_ACK (server system, versions)
+ *   PROPOSAL (system, fabric, RMB)       -->
+ *                                         <-- ACCEPT (RMB) | DECLINE (reason)
+ *   CONFIRM | DECLINE (reason)           -->
+ *
+ * The client's first message is a well-formed SMC-R CLC DECLINE carrying the
+ * ntbsmc marker in its system id: a Linux SMC server (which answers the same SYN
+ * option) reads it as "peer declined" and falls back to TCP without sending a byte,
+ * and nothing else is sent until the server proved it speaks ntbsmc. A Linux SMC
+ * client sends an SMC PROPOSAL first; the server consumes it, answers with an SMC
+ * DECLINE and both fall back. Our own messages are framed with a magic, a type, a
+ * version and an exact length per type, and a trailer.
+ */
+#define NTBSMC_SMC_EYECATCHER	"\xe2\xd4\xc3\xd9"	/* "SMCR" in EBCDIC */
+#define NTBSMC_SMC_PROPOSAL	0x01
+#define NTBSMC_SMC_DECLINE	0x04
+#define NTBSMC_SMC_V1		0x10	/* version 1 in the high nibble */
+#define NTBSMC_SMC_PEERNOSMC	0x03010000
+#define NTBSMC_SMC_MAX_LEN	4096	/* longest SMC PROPOSAL we consume */
+#define NTBSMC_HELLO_ID		"NTBSMC\x00\x01"
+
+struct ntbsmc_smc_decline {
+	u8 eyecatcher[4];
+	u8 type;
+	__be16 length;
+	u8 version;
+	u8 id_for_peer[8];
+	__be32 peer_diagnosis;
+	u8 os_type;
+	u8 reserved[3];
+	u8 trailer[4];
+} __packed;
+
+static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
+
+#define NTBSMC_CLC_MAGIC	"NTBS"
+#define NTBSMC_CLC_TRAILER	"SBTN"
+#define NTBSMC_CLC_VERSION	1
+
+enum ntbsmc_clc_type {
+	NTBSMC_CLC_HELLO_ACK = 1,
+	NTBSMC_CLC_PROPOSAL,
+	NTBSMC_CLC_ACCEPT,
+	NTBSMC_CLC_CONFIRM,
+	NTBSMC_CLC_DECLINE,
+};
+
+struct ntbsmc_clc_hdr {
+	u8 magic[4];
+	u8 type;
+	u8 version;
+	__be16 length;		/* whole message, header and trailer included */
+} __packed;
+
+struct ntbsmc_clc_trailer {
+	u8 magic[4];
+} __packed;
+
+struct ntbsmc_clc_hello_ack {
+	struct ntbsmc_clc_hdr hdr;
+	u8 version_min;
+	u8 version_max;
+	u8 reserved[2];
+	u8 sysid[16];
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
+/* The RMB a side offers: slot in its window, the slot's token, its size. */
+struct ntbsmc_clc_rmb {
+	__be32 slot;
+	__be32 token;
+	__be32 size;
+	__be32 epoch;		/* the offerer's link epoch */
+} __packed;
+
+struct ntbsmc_clc_proposal {
+	struct ntbsmc_clc_hdr hdr;
+	u8 version;
+	u8 reserved[3];
+	u8 sysid[16];
+	u8 fabric_id[16];
+	struct ntbsmc_clc_rmb rmb;
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
+struct ntbsmc_clc_accept {
+	struct ntbsmc_clc_hdr hdr;
+	struct ntbsmc_clc_rmb rmb;
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
+struct ntbsmc_clc_confirm {
+	struct ntbsmc_clc_hdr hdr;
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
+struct ntbsmc_clc_decline {
+	struct ntbsmc_clc_hdr hdr;
+	__be32 reason;		/* enum ntbsmc_reason */
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
+#define NTBSMC_CLC_MAX_LEN	sizeof(struct ntbsmc_clc_proposal)
+
+#endif /* NTBSMC_WIRE_H */
