@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc tool tests: a fake module answering through libnl's send/receive overrides. */
+
+/*
+ * Linked into tests/ntbsmc-fake only. The scenario comes from $NTBSMC_FAKE:
+ *   normal      two devices (dump split over two reads), one link group, counters
+ *   empty       no devices or link groups, all counters zero
+ *   nomodule    the generic netlink controller does not know "ntbsmc"
+ *   eperm       changes fail with EPERM
+ *   enodev      dev set fails with ENODEV and an extended ack message
+ *   eopnotsupp  every ntbsmc command fails with EOPNOTSUPP
+ *   missing     records without most attributes
+ *   malformed   a device whose fabric id is 8 bytes
+ *   dumperr     the device dump ends with -EIO and an extended ack message
+ *   warn        dev set succeeds with an extended ack warning
+ *   unknown     values this tool version does not know (state 7, reason 20)
+ * Each request is logged to $NTBSMC_FAKE_LOG (if set): "cmd=N flags=... attrs".
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+
+#include <linux/ntbsmc.h>
+
+#define FAKE_FAMILY	0x42
+#define MAX_READS	8
+
+void fake_kernel_attach(struct nl_sock *sk);
+
+/* Pending reads; each is one datagram of one or more messages. */
+static struct {
+	unsigned char *buf;
+	size_t len;
+} reads[MAX_READS];
+static int nreads, next_read;
+static const char *scenario = "normal";
+
+static bool is(const char *s)
+{
+	return !strcmp(scenario, s);
+}
+
+static void new_read(void)
+{
+	if (nreads < MAX_READS)
+		nreads++;
+}
+
+static void queue(struct nl_msg *msg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	size_t len = NLMSG_ALIGN(nlh->nlmsg_len);
+	int r = nreads - 1;
+
+	reads[r].buf = realloc(reads[r].buf, reads[r].len + len);
+	memset(reads[r].buf + reads[r].len, 0, len);
+	memcpy(reads[r].buf + reads[r].len, nlh, nlh->nlmsg_len);
+	reads[r].len += len;
+	nlmsg_free(msg);
+}
+
+static void put_extack(struct nl_msg *msg, const char *text)
+{
+	if (!text)
+		return;
+	nlmsg_hdr(msg)->nlmsg_flags |= NLM_F_ACK_TLVS;
+	nla_put_string(msg, NLMSGERR_ATTR_MSG, text);
+}
+
+/* With TEXT, the whole request comes back (not NLM_F_CAPPED), like without NETLINK_CAP_ACK. */
+static void queue_error(const struct nlmsghdr *req, int err, const char *text)
+{
+	struct nl_msg *msg = nlmsg_alloc_simple(NLMSG_ERROR, text ? 0 : NLM_F_CAPPED);
+	struct nlmsgerr e = { .error = err, .msg = *req };
+
+	nlmsg_hdr(msg)->nlmsg_seq = req->nlmsg_seq;
+	nlmsg_hdr(msg)->nlmsg_pid = req->nlmsg_pid;
+	nlmsg_append(msg, &e, sizeof(e), NLMSG_ALIGNTO);
+	if (text)
+		nlmsg_append(msg, (void *)NLMSG_DATA(req), req->nlmsg_len - NLMSG_HDRLEN,
+			     NLMSG_ALIGNTO);
+	put_extack(msg, text);
+	queue(msg);
+}
+
+static void queue_done(const struct nlmsghdr *req, int err, const char *text)
+{
+	struct nl_msg *msg = nlmsg_alloc_simple(NLMSG_DONE, NLM_F_MULTI);
+
+	nlmsg_hdr(msg)->nlmsg_seq = req->nlmsg_seq;
+	nlmsg_hdr(msg)->nlmsg_pid = req->nlmsg_pid;
+	nlmsg_append(msg, &err, sizeof(err), NLMSG_ALIGNTO);
+	put_extack(msg, text);
+	queue(msg);
+}
+
+static struct nl_msg *reply(const struct nlmsghdr *req, int family, int cmd, bool multi)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	genlmsg_put(msg, req->nlmsg_pid, req->nlmsg_seq, family, 0, multi ? NLM_F_MULTI : 0,
+		    cmd, 1);
+	return msg;
+}
+
+static void id(unsigned char *out, unsigned char seed)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		out[i] = seed + 17 * i;
+}
+
+static void queue_dev(const struct nlmsghdr *req, const char *name, bool up)
+{
+	struct nl_msg *msg = reply(req, FAKE_FAMILY, NTBSMC_CMD_DEV_GET, true);
+	struct nlattr *nest = nla_nest_start(msg, NTBSMC_A_DEV);
+	unsigned char fabric[16], peer[16];
+
+	id(fabric, 0x01);
+	id(peer, 0xa0);
+	nla_put_string(msg, NTBSMC_DEV_NAME, name);
+	if (is("missing")) {
+		nla_nest_end(msg, nest);
+		queue(msg);
+		return;
+	}
+	nla_put(msg, NTBSMC_DEV_FABRIC_ID, is("malformed") ? 8 : 16, fabric);
+	nla_put_u8(msg, NTBSMC_DEV_STATE, is("unknown") ? 7 : up ? NTBSMC_DEV_STATE_ACTIVE :
+		   NTBSMC_DEV_STATE_DOWN);
+	nla_put_u8(msg, NTBSMC_DEV_ENABLED, up);
+	nla_put_u64(msg, NTBSMC_DEV_NETNS_COOKIE, 4097);
+	nla_put_u64(msg, NTBSMC_DEV_WINDOW_SIZE, 4 << 20);
+	nla_put_u32(msg, NTBSMC_DEV_MW_COUNT, 2);
+	nla_put_u32(msg, NTBSMC_DEV_DB_COUNT, 32);
+	nla_put_u32(msg, NTBSMC_DEV_SPAD_COUNT, 16);
+	nla_put_u32(msg, NTBSMC_DEV_RMB_SIZE, 65536);
+	nla_put_u32(msg, NTBSMC_DEV_RMB_COUNT, 62);
+	if (up)
+		nla_put(msg, NTBSMC_DEV_PEER_SYSID, 16, peer);
+	nla_nest_end(msg, nest);
+	queue(msg);
+}
+
+static void dev_dump(const struct nlmsghdr *req)
+{
+	if (is("empty")) {
+		queue_done(req, 0, NULL);
+		return;
+	}
+	queue_dev(req, "ntb0", true);
+	new_read();	/* the rest in a second read, like a dump that did not fit */
+	queue_dev(req, "ntb1", false);
+	if (is("dumperr"))
+		queue_done(req, -EIO, "fake dump failure");
+	else
+		queue_done(req, 0, NULL);
+}
+
+static void lgr_dump(const struct nlmsghdr *req)
+{
+	struct nl_msg *msg;
+	struct nlattr *nest;
+	unsigned char peer[16];
+
+	if (!is("empty")) {
+		msg = reply(req, FAKE_FAMILY, NTBSMC_CMD_LGR_GET, true);
+		nest = nla_nest_start(msg, NTBSMC_A_LGR);
+		nla_put_u32(msg, NTBSMC_LGR_CONNS, 2);
+		if (!is("missing")) {
+			id(peer, 0xa0);
+			nla_put_u32(msg, NTBSMC_LGR_ID, 3);
+			nla_put_string(msg, NTBSMC_LGR_DEV, "ntb0");
+			nla_put(msg, NTBSMC_LGR_PEER_SYSID, 16, peer);
+			nla_put_u64(msg, NTBSMC_LGR_TX_BYTES, 1048576);
+			nla_put_u64(msg, NTBSMC_LGR_RX_BYTES, 2097152);
+			nla_put_u64(msg, NTBSMC_LGR_AGE_MS, 3723004);
+			nla_put_u64(msg, NTBSMC_LGR_IDLE_MS, 0);
+		}
+		nla_nest_end(msg, nest);
+		queue(msg);
+	}
+	queue_done(req, 0, NULL);
+}
+
+static void put_reasons(struct nl_msg *msg, int attr, const unsigned long *v, int n)
+{
+	struct nlattr *nest = nla_nest_start(msg, attr);
+	int r;
+
+	for (r = 0; r < n; r++)
+		nla_put_u64(msg, r + 1, v[r]);
+	nla_nest_end(msg, nest);
+}
+
+static void stats_get(const struct nlmsghdr *req)
+{
+	static const unsigned long client[] = { 0, 5, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+						0, 0, 0, 0, 0, 0, 9 };
+	static const unsigned long server[__NTBSMC_REASON_MAX] = { [NTBSMC_REASON_DECLINED] = 1 };
+	static const unsigned long zero[__NTBSMC_REASON_MAX];
+	struct nl_msg *msg = reply(req, FAKE_FAMILY, NTBSMC_CMD_STATS_GET, false);
+	struct nlattr *nest = nla_nest_start(msg, NTBSMC_A_STATS);
+	int s;
+
+	if (is("missing")) {
+		nla_put_u64(msg, NTBSMC_STATS_CONN_NTB, 7);
+	} else {
+		for (s = NTBSMC_STATS_CONN_NTB; s <= NTBSMC_STATS_DMA_BYTES; s++)
+			nla_put_u64(msg, s, is("empty") ? 0 : 1000 * s);
+		put_reasons(msg, NTBSMC_STATS_FB_CLIENT, is("empty") ? zero : client,
+			    is("unknown") ? 21 : __NTBSMC_REASON_MAX);
+		put_reasons(msg, NTBSMC_STATS_FB_SERVER, is("empty") ? zero : server,
+			    __NTBSMC_REASON_MAX);
+	}
+	nla_nest_end(msg, nest);
+	queue(msg);
+	new_read();
+	queue_error(req, 0, NULL);
+}
+
+static void log_request(const struct nlmsghdr *nlh)
+{
+	const char *path = getenv("NTBSMC_FAKE_LOG");
+	struct genlmsghdr *gh = nlmsg_data(nlh);
+	struct nlattr *tb[NTBSMC_A_MAX + 1];
+	FILE *f;
+
+	if (!path || !(f = fopen(path, "a")))
+		return;
+	fprintf(f, "cmd=%d dump=%d", gh->cmd, !!(nlh->nlmsg_flags & NLM_F_DUMP));
+	if (!genlmsg_parse((struct nlmsghdr *)nlh, 0, tb, NTBSMC_A_MAX, NULL)) {
+		if (tb[NTBSMC_A_DEV_NAME])
+			fprintf(f, " name=%s", nla_get_string(tb[NTBSMC_A_DEV_NAME]));
+		if (tb[NTBSMC_A_DEV_ENABLED])
+			fprintf(f, " enabled=%u", nla_get_u8(tb[NTBSMC_A_DEV_ENABLED]));
+		if (tb[NTBSMC_A_DEV_NETNS_PID])
+			fprintf(f, " pid=%u", nla_get_u32(tb[NTBSMC_A_DEV_NETNS_PID]));
+		if (tb[NTBSMC_A_DEV_NETNS_FD])
+			fprintf(f, " fd=%s", nla_get_u32(tb[NTBSMC_A_DEV_NETNS_FD]) > 2 ?
+			       "open" : "bad");
+	}
+	fputc('\n', f);
+	fclose(f);
+}
+
+static void ctrl_request(const struct nlmsghdr *req)
+{
+	struct nl_msg *msg;
+
+	if (is("nomodule")) {
+		queue_error(req, -ENOENT, NULL);
+		return;
+	}
+	msg = reply(req, GENL_ID_CTRL, CTRL_CMD_NEWFAMILY, false);
+	nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, NTBSMC_GENL_NAME);
+	nla_put_u16(msg, CTRL_ATTR_FAMILY_ID, FAKE_FAMILY);
+	nla_put_u32(msg, CTRL_ATTR_VERSION, NTBSMC_GENL_VERSION);
+	nla_put_u32(msg, CTRL_ATTR_HDRSIZE, 0);
+	nla_put_u32(msg, CTRL_ATTR_MAXATTR, NTBSMC_A_MAX);
+	queue(msg);
+	if (req->nlmsg_flags & NLM_F_ACK) {
+		new_read();
+		queue_error(req, 0, NULL);
+	}
+}
+
+static void ntbsmc_request(const struct nlmsghdr *req)
+{
+	struct genlmsghdr *gh = nlmsg_data(req);
+
+	log_request(req);
+	if (is("eopnotsupp")) {
+		queue_error(req, -EOPNOTSUPP, NULL);
+		return;
+	}
+	switch (gh->cmd) {
+	case NTBSMC_CMD_DEV_GET:
+		dev_dump(req);
+		break;
+	case NTBSMC_CMD_LGR_GET:
+		lgr_dump(req);
+		break;
+	case NTBSMC_CMD_STATS_GET:
+		stats_get(req);
+		break;
+	case NTBSMC_CMD_DEV_SET:
+	case NTBSMC_CMD_STATS_RESET:
+		if (is("eperm"))
+			queue_error(req, -EPERM, NULL);
+		else if (is("enodev") && gh->cmd == NTBSMC_CMD_DEV_SET)
+			queue_error(req, -ENODEV, "no such NTB device in this network namespace");
+		else if (is("warn"))
+			queue_error(req, 0, "fake warning");
+		else
+			queue_error(req, 0, NULL);
+		break;
+	default:
+		queue_error(req, -EOPNOTSUPP, NULL);
+	}
+}
+
+static int fake_send(struct nl_sock *sk, struct nl_msg *msg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+
+	(void)sk;
+	new_read();
+	if (nlh->nlmsg_type == GENL_ID_CTRL)
+		ctrl_request(nlh);
+	else if (nlh->nlmsg_type == FAKE_FAMILY)
+		ntbsmc_request(nlh);
+	else
+		queue_error(nlh, -EINVAL, NULL);
+	return nlh->nlmsg_len;
+}
+
+static int fake_recv(struct nl_sock *sk, struct sockaddr_nl *nla, unsigned char **buf,
+		     struct ucred **creds)
+{
+	int len;
+
+	(void)sk;
+	(void)creds;
+	if (next_read >= nreads)
+		return -NLE_AGAIN;	/* the tool waits for a reply that never comes */
+	memset(nla, 0, sizeof(*nla));
+	nla->nl_family = AF_NETLINK;
+	*buf = reads[next_read].buf;
+	len = reads[next_read].len;
+	reads[next_read].buf = NULL;
+	next_read++;
+	return len;
+}
+
+void fake_kernel_attach(struct nl_sock *sk)
+{
+	struct nl_cb *cb = nl_socket_get_cb(sk);
+
+	if (getenv("NTBSMC_FAKE"))
+		scenario = getenv("NTBSMC_FAKE");
+	nl_cb_overwrite_send(cb, fake_send);
+	nl_cb_overwrite_recv(cb, fake_recv);
+	nl_cb_put(cb);
+}
