@@ -18,6 +18,17 @@
 KSFT_SKIP=4
 NTB_DBG=/sys/kernel/debug
 
+# A role that ends, failed or not, takes its background processes with it: a
+# server left behind would hold its socket (and the module) past the test.
+_kill_jobs() {
+	local p
+	for p in $(jobs -p); do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+}
+trap _kill_jobs EXIT
+
 log() { echo "# [$ROLE $(cut -d' ' -f1 /proc/uptime)] $*"; }
 fail() { echo "# [$ROLE] FAIL: $*"; exit 1; }
 
@@ -62,7 +73,13 @@ nap() {
 
 now_us() { echo $((${EPOCHREALTIME/./})); }
 
+# listening PORT: something in this host's namespace listens on TCP PORT.
+listening() {
+	inns ss -ltn | grep -q ":$1 "
+}
+
 # wait_for SECONDS DESCRIPTION CMD...: polls CMD every 50 ms until it succeeds.
+# CMD runs in this shell, so it may be a function.
 wait_for() {
 	local secs=$1 what=$2 end
 	shift 2

@@ -31,8 +31,8 @@ source "$REPO/selftests/vm/host.sh"
 trap vm_cleanup EXIT
 
 FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
-	      fabric/ntb_perf.sh fabric/ntb_transport.sh)
-FABRIC_TESTS+=(ulp/basic.sh)
+	      fabric/doorbell_rtt.sh fabric/ntb_perf.sh fabric/ntb_transport.sh)
+FABRIC_TESTS+=(ulp/basic.sh ulp/fallback.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 [ -n "${NTBSMC_TESTS:-}" ] && read -r -a FABRIC_TESTS <<<"$NTBSMC_TESTS"
 BOOTS=${NTBSMC_BOOTS:-onevm-default onevm-pex8749 twovm}
@@ -142,6 +142,8 @@ RUN=$TOP/twovm
 mkdir -p "$RUN"
 IVS_PARAMS="profile=default"
 echo "# booting two VMs"
+# One vCPU each: two VMs must not oversubscribe the host's cores.
+VM_SMP=1
 vm_server fabric || exit 1
 netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 job a twovm a "${FABRIC_TESTS[@]}" fabric/peer_death.sh

@@ -179,6 +179,7 @@ struct ivs_dev {
 	bool removing;
 	u32 peer_hb, peer_gen;
 	unsigned long peer_hb_seen;	/* jiffies when peer_hb last changed */
+	unsigned long last_check;	/* jiffies of the last link_work run */
 };
 
 #define ntb_ivs(__ntb) container_of(__ntb, struct ivs_dev, ntb)
@@ -248,6 +249,14 @@ static void ivs_link_work(struct work_struct *work)
 	bool alive, up, bounced = false;
 
 	shm_write(&ivs->self->heartbeat, shm_read(&ivs->self->heartbeat) + 1);
+	/*
+	 * A stale heartbeat means a dead peer only if we were watching: after a gap
+	 * of our own (this VM, or the whole host, stalled) the peer gets a fresh grace
+	 * period, or a host hiccup would take every link down.
+	 */
+	if (time_after(jiffies, ivs->last_check + 2 * hb_period()))
+		ivs->peer_hb_seen = jiffies;
+	ivs->last_check = jiffies;
 
 	present = shm_read(&ivs->peer->present);
 	en = shm_read(&ivs->peer->link_en);
@@ -603,7 +612,36 @@ static int ivs_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, u32 val)
 	return 0;
 }
 
+/*
+ * Ports: like two-port hardware without unique port numbers, both ends are port 0
+ * (ntb_perf then uses window 0 in both directions, which the in-order window
+ * allocation can always serve). The sysfs "port" attribute tells the sides apart.
+ */
+static int ivs_port_number(struct ntb_dev *ntb)
+{
+	return 0;
+}
+
+static int ivs_peer_port_count(struct ntb_dev *ntb)
+{
+	return 1;
+}
+
+static int ivs_peer_port_number(struct ntb_dev *ntb, int pidx)
+{
+	return pidx == NTB_DEF_PEER_IDX ? 0 : -EINVAL;
+}
+
+static int ivs_peer_port_idx(struct ntb_dev *ntb, int port)
+{
+	return port == 0 ? NTB_DEF_PEER_IDX : -EINVAL;
+}
+
 static const struct ntb_dev_ops ivs_ntb_ops = {
+	.port_number		= ivs_port_number,
+	.peer_port_count	= ivs_peer_port_count,
+	.peer_port_number	= ivs_peer_port_number,
+	.peer_port_idx		= ivs_peer_port_idx,
 	.link_is_up		= ivs_link_is_up,
 	.link_enable		= ivs_link_enable,
 	.link_disable		= ivs_link_disable,
@@ -834,6 +872,7 @@ static void ivs_side_start(struct ivs_dev *ivs)
 	ivs->peer_hb = shm_read(&ivs->peer->heartbeat);
 	ivs->peer_gen = shm_read(&ivs->peer->gen);
 	ivs->peer_hb_seen = jiffies;
+	ivs->last_check = jiffies;
 
 	shm_write(&ivs->self->link_en, 0);
 	shm_write(&ivs->self->gen, gen);
@@ -949,7 +988,7 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_irqs;
 
 	ivs->ntb.pdev = pdev;
-	ivs->ntb.topo = ivs->side ? NTB_TOPO_B2B_DSD : NTB_TOPO_B2B_USD;
+	ivs->ntb.topo = NTB_TOPO_B2B_USD;
 	ivs->ntb.ops = &ivs_ntb_ops;
 
 	ivs_side_start(ivs);

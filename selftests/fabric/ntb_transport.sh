@@ -16,10 +16,13 @@ if [ -n "$NS" ]; then
 fi
 me=10.78.0.$([ "$ROLE" = a ] && echo 1 || echo 2)
 peer=10.78.0.$([ "$ROLE" = a ] && echo 2 || echo 1)
+carrier_up() {
+	[ "$(inns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]
+}
 run inns ip addr add "$me/24" dev "$dev"
 run inns ip link set "$dev" up
 barrier start
-wait_for 60 "carrier on $dev" sh -c "inns cat /sys/class/net/$dev/carrier | grep -q 1"
+wait_for 60 "carrier on $dev" carrier_up "$dev"
 barrier carrier
 run inns ping -c 3 -W 5 "$peer"
 
@@ -31,7 +34,7 @@ for server in a b; do
 		rx0=$(inns cat /sys/class/net/$dev/statistics/rx_bytes)
 		inns python3 "$REPO/selftests/fabric/sink.py" "$me" 5001 "/tmp/rx.$ROLE" &
 		sink=$!
-		wait_for 30 "sink listening" sh -c "inns ss -ltn | grep -q ':5001 '"
+		wait_for 60 "sink listening" listening 5001
 		barrier "listening_$server"
 		wait "$sink" || fail "sink failed"
 		rx=$(($(inns cat /sys/class/net/$dev/statistics/rx_bytes) - rx0))

@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ntbsmc between the two hosts: a connection with the ULP on both ends runs over
+# NTB (mode, intact bytes, NTB byte counters), in both directions at once and at
+# several sizes; with the ULP on one end only, it stays TCP with its reason.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+case $1 in
+setup) ulp_setup; exit ;;
+cleanup) ulp_cleanup; exit ;;
+esac
+
+ulp_wait_active
+port=6000
+# xfer_case NAME SERVER_OPTS CLIENT_OPTS MODE SERVER_REASON CLIENT_REASON
+# Host a serves, host b connects; "-6" in CLIENT_OPTS runs it over IPv6.
+xfer_case() {
+	local name=$1 sopts=$2 copts=$3 mode=$4 reason out my=$MY_IP peer=$PEER_IP
+	port=$((port + 1))
+	[ "$ROLE" = a ] && reason=$5 || reason=$6
+	case " $copts " in *" -6 "*) my=$MY_IP6 peer=$PEER_IP6 copts=${copts/-6/} ;; esac
+	if [ "$ROLE" = a ]; then
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" server "$my" $port $sopts >"/tmp/$name.json" &
+		local srv=$!
+		wait_for 90 "server on $port" listening $port
+		barrier "$name-listening"
+		wait $srv || fail "$name: server failed: $(cat "/tmp/$name.json")"
+	else
+		barrier "$name-listening"
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" client "$peer" $port $copts >"/tmp/$name.json" ||
+			fail "$name: client failed: $(cat "/tmp/$name.json")"
+	fi
+	out=$(tail -1 "/tmp/$name.json")
+	log "$name: $out"
+	check "$name: mode $(jfield "$out" mode), want $mode" [ "$(jfield "$out" mode)" = "$mode" ]
+	check "$name: reason $(jfield "$out" reason), want $reason" \
+		[ "$(jfield "$out" reason)" = "$reason" ]
+	check "$name: bytes not intact" [ "$(jfield "$out" intact)" != False ]
+	if [ "$mode" = ntb ]; then
+		local n ntb
+		n=$(jfield "$out" bytes)
+		[ "$ROLE" = b ] && ntb=$(jfield "$out" ntb_tx_bytes) || ntb=$(jfield "$out" ntb_rx_bytes)
+		check "$name: only $ntb of $n bytes crossed NTB" [ "$ntb" -ge "$n" ]
+	fi
+	barrier "$name-done"
+}
+
+xfer_case small "--ulp" "--ulp --bytes 1" ntb none none
+xfer_case stream "--ulp" "--ulp --bytes 33554432" ntb none none
+xfer_case bidir "--ulp" "--ulp --bytes 8388608 --both --write-size 4000" ntb none none
+xfer_case ipv6 "--ulp" "--ulp -6 --bytes 1048576" ntb none none
+xfer_case server_plain "" "--ulp --bytes 100000" tcp no_ulp peer_no_offer
+xfer_case client_plain "--ulp" "--bytes 100000" tcp peer_no_offer no_ulp
+barrier done
+checked

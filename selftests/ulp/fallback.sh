@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# When ntbsmc cannot be used, the connection stays TCP, byte-exact, with a reason;
+# when a peer misbehaves, the connection falls back or is reset within a bound:
+#   - Linux SMC (AF_SMC) server or client against an ntbsmc peer
+#   - malformed handshakes (fault_clc: truncated, garbage, oversized, late server)
+#   - a hostile window writer (fault_cursor_port): that connection resets, a
+#     concurrent one finishes intact over NTB
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+case $1 in
+setup)
+	ulp_setup
+	load_module smc
+	exit ;;
+cleanup)
+	ulp_cleanup
+	unload_module smc
+	exit ;;
+esac
+
+ulp_wait_active
+port=6100
+P=/sys/module/ntbsmc/parameters
+T_MS=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
+
+# one NAME SERVER_OPTS CLIENT_OPTS: host a serves, host b connects; leaves the
+# JSON result of this host in $out.
+one() {
+	local name=$1 sopts=$2 copts=$3
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" server "$MY_IP" $port $sopts >"/tmp/$name.json" &
+		local srv=$!
+		wait_for 90 "server on $port" listening $port
+		barrier "$name-listening"
+		wait $srv || check "$name: server failed: $(cat "/tmp/$name.json")" false
+	else
+		barrier "$name-listening"
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" client "$PEER_IP" $port $copts >"/tmp/$name.json" ||
+			check "$name: client failed: $(cat "/tmp/$name.json")" false
+	fi
+	out=$(tail -1 "/tmp/$name.json")
+	log "$name: $out"
+	barrier "$name-done"
+}
+
+# Linux SMC peers: both ends end on TCP with the application's bytes intact, both
+# directions. A Linux SMC server never answers our HELLO, so the ntbsmc client
+# falls back on its timeout unless the server spoke first.
+one smc_server "--smc" "--ulp --bytes 300000 --both"
+check "smc_server: not intact" [ "$(jfield "$out" intact)" = True ]
+if [ "$ROLE" = b ]; then
+	r=$(jfield "$out" reason)
+	check "smc_server: client mode $(jfield "$out" mode) reason $r" \
+		[ "$(jfield "$out" mode)" = tcp ] && [ "$r" = timeout -o "$r" = peer_smc ]
+fi
+one smc_client "--ulp" "--smc --bytes 300000 --both"
+check "smc_client: not intact" [ "$(jfield "$out" intact)" = True ]
+if [ "$ROLE" = a ]; then
+	check "smc_client: server mode $(jfield "$out" mode) reason $(jfield "$out" reason)" \
+		[ "$(jfield "$out" mode)/$(jfield "$out" reason)" = tcp/peer_smc ]
+fi
+
+# Malformed handshakes from host a's kernel (in the one-VM topology both hosts
+# share the kernel, so both misbehave): fallback with intact bytes or a reset,
+# within three handshake timeouts, never a hang.
+for f in 1 2 3 4; do
+	[ "$ROLE" = a ] && echo $f >$P/fault_clc
+	barrier "fault$f-set"
+	one "fault$f" "--ulp --allow-reset" "--ulp --allow-reset --bytes 100000 --both"
+	o=$(jfield "$out" outcome)
+	if [ "$o" = ok ]; then
+		check "fault$f: fell back but not intact" [ "$(jfield "$out" intact)" = True ]
+		check "fault$f: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = tcp ]
+	else
+		check "fault$f: outcome $o" [ "$o" = reset ]
+		ms=$(python3 -c 'import json,sys; print(int(json.loads(sys.argv[1])["secs"]*1000))' "$out")
+		check "fault$f: reset after $ms ms (bound $((3 * T_MS)))" [ "$ms" -le $((3 * T_MS + 2000)) ]
+	fi
+	[ "$ROLE" = a ] && echo 0 >$P/fault_clc
+	barrier "fault$f-clear"
+done
+[ "$ROLE" = a ] && check "fault_clc: no handshake error counted" \
+	[ "$(inns "$NTBSMC_CLI" -j stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["handshake_errors"])')" -gt 0 ]
+
+# A hostile window writer: host b's send on one connection publishes an impossible
+# cursor; that connection is reset, a concurrent one finishes intact over NTB.
+good=$((port + 1)) bad=$((port + 2))
+port=$((port + 2))
+if [ "$ROLE" = a ]; then
+	inns python3 "$XFER" server "$MY_IP" $good --ulp >/tmp/good.json &
+	g=$!
+	inns python3 "$XFER" server "$MY_IP" $bad --ulp --allow-reset >/tmp/bad.json &
+	b=$!
+	wait_for 90 "servers" listening $bad
+	wait_for 90 "servers" listening $good
+	barrier hostile-listening
+	wait $g || check "healthy connection failed: $(cat /tmp/good.json)" false
+	wait $b
+	out=$(tail -1 /tmp/good.json)
+	log "healthy: $out"
+	check "healthy connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
+		[ "$(jfield "$out" mode)" = ntb ] && [ "$(jfield "$out" intact)" = True ]
+	out=$(tail -1 /tmp/bad.json)
+	log "hostile: $out"
+	check "hostile connection not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
+else
+	barrier hostile-listening
+	inns python3 "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >/tmp/good.json &
+	g=$!
+	sleep 1
+	echo $bad >$P/fault_cursor_port
+	inns python3 "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >/tmp/bad.json
+	wait $g || check "healthy connection failed: $(cat /tmp/good.json)" false
+	log "hostile (sender side): $(tail -1 /tmp/bad.json)"
+fi
+barrier hostile-done
+checked

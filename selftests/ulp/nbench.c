@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/* nbench: TCP/ntbsmc throughput, round trip and connection-rate benchmark. */
+
+/*
+ *   nbench server [--ulp] ADDR PORT
+ *   nbench client [--ulp] [--busy-poll US] ADDR PORT stream WRITE_SIZE SECONDS
+ *   nbench client [--ulp] [--busy-poll US] ADDR PORT rr COUNT
+ *   nbench client [--ulp] ADDR PORT crr SECONDS
+ *
+ * stream: one connection, the client writes WRITE_SIZE blocks for SECONDS; prints
+ * MB/s as the server counted them. rr: 1-byte ping-pong COUNT times; prints median
+ * and p99 round trip in us. crr: connect, 1-byte request/response, close, for
+ * SECONDS; prints connections per second. Every result line also says the mode
+ * the (last) connection ran in ("ntb" or "tcp:<reason>").
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/ntbsmc.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+
+static int use_ulp, busy_poll;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "nbench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int resolve(const char *addr, const char *port, struct sockaddr_storage *ss,
+		   socklen_t *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+
+	if (getaddrinfo(addr, port, &hints, &ai))
+		return -1;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static int new_socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		die("socket");
+	if (use_ulp && setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", 7))
+		die("setsockopt TCP_ULP ntbsmc (is the module loaded?)");
+	setsockopt(fd, SOL_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (busy_poll && setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &busy_poll,
+				    sizeof(busy_poll)))
+		die("setsockopt SO_BUSY_POLL");
+	return fd;
+}
+
+static const char *mode_of(int fd)
+{
+	static const char *const reasons[] = {
+		"none", "peer_no_offer", "peer_smc", "no_fabric", "link_down", "no_buffer",
+		"no_memory", "version", "timeout", "declined", "disabled", "protocol",
+	};
+	static char buf[64];
+	struct ntbsmc_info info;
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(fd, SOL_NTBSMC, NTBSMC_INFO, &info, &len))
+		return "tcp";
+	if (info.mode == NTBSMC_MODE_NTB)
+		return "ntb";
+	snprintf(buf, sizeof(buf), "tcp:%s",
+		 info.reason < sizeof(reasons) / sizeof(reasons[0]) ? reasons[info.reason] : "?");
+	return buf;
+}
+
+static int full_read(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		n = read(fd, (char *)buf + got, len - got);
+		if (n <= 0)
+			return -1;
+		got += n;
+	}
+	return 0;
+}
+
+/* Server: per connection, a one-byte command says what to do. */
+static void serve(int fd)
+{
+	static char buf[1 << 20];
+	unsigned long long total = 0;
+	char cmd;
+	ssize_t n;
+
+	if (full_read(fd, &cmd, 1))
+		return;
+	switch (cmd) {
+	case 's':	/* count until EOF, then report */
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			total += n;
+		if (write(fd, &total, sizeof(total)) != sizeof(total))
+			return;
+		break;
+	case 'r':	/* echo single bytes */
+		while (read(fd, buf, 1) == 1)
+			if (write(fd, buf, 1) != 1)
+				return;
+		break;
+	}
+}
+
+static int run_server(const char *addr, const char *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd, fd, one = 1;
+
+	if (resolve(addr, port, &ss, &len))
+		die("resolve");
+	lfd = new_socket(ss.ss_family);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&ss, len) || listen(lfd, 1024))
+		die("bind/listen");
+	signal(SIGCHLD, SIG_IGN);
+	for (;;) {
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		if (!fork()) {
+			serve(fd);
+			_exit(0);
+		}
+		close(fd);
+	}
+}
+
+static int dial(struct sockaddr_storage *ss, socklen_t len)
+{
+	int fd = new_socket(ss->ss_family);
+
+	if (connect(fd, (struct sockaddr *)ss, len))
+		die("connect");
+	return fd;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--ulp"))
+			use_ulp = 1;
+		else if (!strcmp(argv[i], "--busy-poll") && i + 1 < argc)
+			busy_poll = atoi(argv[++i]);
+		else
+			break;
+	}
+	if (i < argc && !strcmp(argv[i], "server")) {
+		/* options may also follow the role */
+		for (i++; i < argc && argv[i][0] == '-'; i++)
+			if (!strcmp(argv[i], "--ulp"))
+				use_ulp = 1;
+		if (argc - i != 2)
+			goto usage;
+		return run_server(argv[i], argv[i + 1]);
+	}
+	if (i >= argc || strcmp(argv[i], "client"))
+		goto usage;
+	for (i++; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--ulp"))
+			use_ulp = 1;
+		else if (!strcmp(argv[i], "--busy-poll") && i + 1 < argc)
+			busy_poll = atoi(argv[++i]);
+	}
+	if (argc - i < 3 || resolve(argv[i], argv[i + 1], &ss, &len))
+		goto usage;
+	if (!strcmp(argv[i + 2], "stream") && argc - i == 5) {
+		size_t wsize = strtoul(argv[i + 3], NULL, 0);
+		double secs = atof(argv[i + 4]), t0, t;
+		unsigned long long total;
+		char *buf = calloc(1, wsize);
+		int fd = dial(&ss, len);
+
+		if (!buf || write(fd, "s", 1) != 1)
+			die("stream start");
+		t0 = now();
+		do {
+			for (int k = 0; k < 16; k++)
+				if (write(fd, buf, wsize) != (ssize_t)wsize)
+					die("write");
+		} while (now() - t0 < secs);
+		shutdown(fd, SHUT_WR);
+		if (full_read(fd, &total, sizeof(total)))
+			die("stream result");
+		t = now() - t0;
+		printf("stream %zu %.1f MB/s mode %s\n", wsize, total / t / 1e6, mode_of(fd));
+		return 0;
+	}
+	if (!strcmp(argv[i + 2], "rr") && argc - i == 4) {
+		int n = atoi(argv[i + 3]), fd = dial(&ss, len);
+		double *s = calloc(n, sizeof(double)), t0;
+		char c = 'x';
+
+		if (!s || n <= 0 || write(fd, "r", 1) != 1)
+			die("rr start");
+		for (int k = 0; k < n; k++) {
+			t0 = now();
+			if (write(fd, &c, 1) != 1 || read(fd, &c, 1) != 1)
+				die("rr");
+			s[k] = (now() - t0) * 1e6;
+		}
+		qsort(s, n, sizeof(double), cmp_double);
+		printf("rr median %.1f us p99 %.1f us mode %s\n", s[n / 2], s[n * 99 / 100],
+		       mode_of(fd));
+		return 0;
+	}
+	if (!strcmp(argv[i + 2], "crr") && argc - i == 4) {
+		double secs = atof(argv[i + 3]), t0 = now();
+		long conns = 0;
+		char c = 'x', last[64] = "?";
+
+		do {
+			int fd = dial(&ss, len);
+
+			if (write(fd, "r", 1) != 1 || write(fd, &c, 1) != 1 ||
+			    read(fd, &c, 1) != 1)
+				die("crr");
+			snprintf(last, sizeof(last), "%s", mode_of(fd));
+			close(fd);
+			conns++;
+		} while (now() - t0 < secs);
+		printf("crr %.0f conn/s mode %s\n", conns / (now() - t0), last);
+		return 0;
+	}
+usage:
+	fprintf(stderr, "usage: nbench server [--ulp] ADDR PORT\n"
+		"       nbench client [--ulp] [--busy-poll US] ADDR PORT stream WRITE_SIZE SECONDS|rr COUNT|crr SECONDS\n");
+	return 2;
+}

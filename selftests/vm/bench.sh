@@ -1,0 +1,72 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make bench: figures on the non-debug guest kernel (KASAN and lockdep slow the
+# kernel's own paths several-fold under emulation, so debug figures mean nothing).
+# Boots both topologies and prints one table. Not a test: it asserts nothing but
+# that every measurement produced a figure.
+set -u
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$REPO" || exit 1
+"$REPO/selftests/vm/deps.sh" || exit 1
+KBUILD=$("$REPO/selftests/vm/kernel.sh" nodebug) || exit 1
+KIMAGE=$KBUILD/arch/x86/boot/bzImage
+make -s KDIR="$KBUILD" all || exit 1
+
+TOP=${NTBSMC_OUT:-$REPO/selftests/output}/bench-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$TOP"
+source "$REPO/selftests/vm/host.sh"
+trap vm_cleanup EXIT
+BENCH_TESTS=(${NTBSMC_BENCH:-bench/fabric.sh bench/ulp.sh})
+
+job() {
+	local vm=$1
+	shift
+	cat >"$RUN/job.$vm" <<JOB
+export REPO=$REPO KBUILD=$KBUILD IVS_PARAMS=profile=default BENCH=1
+bash $REPO/selftests/vm/guest-run.sh $* >/run/out/tap.$vm
+JOB
+}
+
+RUN=$TOP/onevm
+mkdir -p "$RUN"
+echo "# bench: one VM, two namespaces"
+vm_server fabric || exit 1
+job a onevm "${BENCH_TESTS[@]}"
+vm_start a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
+vm_wait a
+vm_cleanup
+_servers=() _qemus=()
+
+RUN=$TOP/twovm
+mkdir -p "$RUN"
+echo "# bench: two VMs"
+VM_SMP=1	# two VMs must not oversubscribe the host's cores
+vm_server fabric || exit 1
+netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+job a twovm a "${BENCH_TESTS[@]}"
+job b twovm b "${BENCH_TESTS[@]}"
+vm_start a $(vm_ntb_port fabric 0) \
+	-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+sleep 1
+vm_start b $(vm_ntb_port fabric 0) \
+	-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+vm_wait a b
+vm_cleanup
+
+echo
+echo "ntbsmc bench ($(nproc) host cores, QEMU TCG, non-debug guest kernel)"
+printf '%-8s %-52s %s\n' topology measurement value
+for t in onevm twovm; do
+	grep -h "^# \[a .*\] bench: " "$TOP/$t"/tap.a 2>/dev/null |
+		sed 's/^# \[a [0-9.]*\] bench: //' | while IFS='|' read -r what val; do
+			printf '%-8s %-52s %s\n' "$t" "$what" "$val"
+		done
+done
+fails=$(grep -h "^not ok" "$TOP"/*/tap.* 2>/dev/null)
+[ -z "$fails" ] || { echo "$fails"; echo "bench: some measurements failed ($TOP)"; exit 1; }
+if ! splats=$(vm_splats "$TOP"/*/console.*.log); then
+	echo "$splats"
+	exit 1
+fi
+echo "# logs: $TOP"

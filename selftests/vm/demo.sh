@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make demo: two VMs joined by an emulated NTB link and by virtio-net. In VM b a
+# server opts in with TCP_ULP "ntbsmc", a second one does not; VM a connects to
+# both with the ULP set and to the first again as plain TCP, and shows how each
+# connection ran, whether the bytes arrived intact, and the throughput.
+set -u
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$REPO" || exit 1
+"$REPO/selftests/vm/deps.sh" || exit 1
+KBUILD=$("$REPO/selftests/vm/kernel.sh" ${DEMO_KERNEL:-debug}) || exit 1
+KIMAGE=$KBUILD/arch/x86/boot/bzImage
+make -s KDIR="$KBUILD" all || exit 1
+
+RUN=${NTBSMC_OUT:-$REPO/selftests/output}/demo-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$RUN"
+source "$REPO/selftests/vm/host.sh"
+trap vm_cleanup EXIT
+
+BYTES=${DEMO_BYTES:-67108864}
+cat >"$RUN/job.a" <<JOB
+export REPO=$REPO KBUILD=$KBUILD BYTES=$BYTES
+bash $REPO/selftests/vm/demo-guest.sh a >/run/out/demo.a 2>&1
+JOB
+cat >"$RUN/job.b" <<JOB
+export REPO=$REPO KBUILD=$KBUILD BYTES=$BYTES
+bash $REPO/selftests/vm/demo-guest.sh b >/run/out/demo.b 2>&1
+JOB
+VM_SMP=1	# two VMs must not oversubscribe the host's cores
+vm_server fabric || exit 1
+netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+echo "Booting two VMs (QEMU, software emulation; about a minute)..."
+vm_start a $(vm_ntb_port fabric 0) \
+	-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+sleep 1
+vm_start b $(vm_ntb_port fabric 0) \
+	-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+vm_wait a b
+echo
+cat "$RUN/demo.a" 2>/dev/null || { echo "VM a produced no output: see $RUN"; exit 1; }
+if splats=$(vm_splats "$RUN/console.a.log" "$RUN/console.b.log"); then
+	echo "Guest kernel logs: clean ($RUN)"
+else
+	echo "$splats"
+	echo "Kernel problems in the guest logs ($RUN)"
+	exit 1
+fi
+grep -q "^RESULT ok" "$RUN/demo.a"
