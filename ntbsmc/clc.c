@@ -25,7 +25,7 @@
 /* Test-only: makes this host misbehave in the handshake (selftests). */
 static unsigned int fault_clc;
 module_param(fault_clc, uint, 0644);
-MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized, 4 slow handshake answers");
+MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized handshake messages; 4 a server that answers after the handshake timeout");
 
 enum { FAULT_NONE, FAULT_TRUNCATED, FAULT_GARBAGE, FAULT_OVERSIZED, FAULT_SLOW };
 
@@ -153,9 +153,6 @@ static int clc_send(struct clc_io *io, void *msg, u8 type)
 		break;
 	case FAULT_OVERSIZED:
 		((struct ntbsmc_clc_hdr *)msg)->length = cpu_to_be16(60000);
-		break;
-	case FAULT_SLOW:
-		msleep(2 * jiffies_to_msecs(io->deadline - jiffies) + 100);
 		break;
 	}
 	return io_send(io, msg, len);
@@ -366,21 +363,23 @@ static int server_first_message(struct clc_io *io)
 	if (memcmp(hdr, NTBSMC_SMC_EYECATCHER, 4))
 		return -EPROTO;
 	len = get_unaligned_be16(hdr + 5);
-	if (hdr[4] == NTBSMC_SMC_DECLINE) {
-		if (len != sizeof(d))
-			return -EPROTO;
+	if (len < sizeof(hdr) || len > NTBSMC_SMC_MAX_LEN)
+		return -EPROTO;
+	if (hdr[4] == NTBSMC_SMC_DECLINE && len == sizeof(d)) {
 		rc = io_read(io, &d, sizeof(d));
 		if (rc)
 			return rc;
-		if (memcmp(d.id_for_peer, NTBSMC_HELLO_ID, 8))
-			return NTBSMC_REASON_PEER_SMC;	/* an SMC peer declined */
-		if (memcmp(d.trailer, NTBSMC_SMC_EYECATCHER, 4))
-			return -EPROTO;
-		return 0;
+		if (!memcmp(d.id_for_peer, NTBSMC_HELLO_ID, 8) &&
+		    !memcmp(d.trailer, NTBSMC_SMC_EYECATCHER, 4))
+			return 0;			/* our HELLO */
+		return NTBSMC_REASON_PEER_SMC;	/* an SMC client declined */
 	}
-	if (hdr[4] != NTBSMC_SMC_PROPOSAL || len < sizeof(hdr) || len > NTBSMC_SMC_MAX_LEN)
+	if (hdr[4] != NTBSMC_SMC_PROPOSAL && hdr[4] != NTBSMC_SMC_DECLINE)
 		return -EPROTO;
-	/* A Linux SMC client: consume its proposal, decline, both use TCP. */
+	/*
+	 * A Linux SMC client: its PROPOSAL (or, without SMC devices, its DECLINE) is
+	 * consumed whole; a PROPOSAL is declined the SMC way; both ends use TCP.
+	 */
 	while (len) {
 		u8 chunk[64];
 		int n = min_t(int, len, sizeof(chunk));
@@ -390,6 +389,8 @@ static int server_first_message(struct clc_io *io)
 			return rc;
 		len -= n;
 	}
+	if (hdr[4] == NTBSMC_SMC_DECLINE)
+		return NTBSMC_REASON_PEER_SMC;
 	smc_decline(&d, "\0\0\0\0\0\0\0\0");
 	rc = io_send(io, &d, sizeof(d));
 	return rc ?: NTBSMC_REASON_PEER_SMC;
@@ -413,6 +414,8 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	struct clc_io io;
 	int rc;
 
+	if (READ_ONCE(fault_clc) == FAULT_SLOW)
+		msleep(READ_ONCE(nn->handshake_timeout_ms) + 100);
 	io_init(&io, ctx);
 	/* The child may still be in SYN_RECV: wait for the final state. */
 	wait_event_timeout(ctx->hs_wq, READ_ONCE(sk->sk_state) != TCP_SYN_RECV,

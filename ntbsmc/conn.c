@@ -7,6 +7,7 @@
 #include <linux/sched/signal.h>
 #include <linux/srcu.h>
 #include <net/tcp.h>
+#include <net/inet_sock.h>
 #include "ntbsmc.h"
 
 /*
@@ -15,6 +16,20 @@
  * lets a device go away under running connections.
  */
 DEFINE_SRCU(ntbsmc_srcu);
+
+/* Test only: the next send on a connection with this port lies about its cursor. */
+static unsigned int fault_cursor_port;
+module_param(fault_cursor_port, uint, 0644);
+MODULE_PARM_DESC(fault_cursor_port, "Test only: publish an impossible producer cursor on the next send of a connection with this local or remote port");
+
+static bool conn_fault_cursor(struct sock *sk)
+{
+	unsigned int port = READ_ONCE(fault_cursor_port);
+
+	if (!port || (inet_sk(sk)->inet_num != port && ntohs(inet_sk(sk)->inet_dport) != port))
+		return false;
+	return cmpxchg(&fault_cursor_port, port, 0) == port;
+}
 
 void ntbsmc_conn_sync(void)
 {
@@ -422,7 +437,8 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			/* payload, then the cursor that covers it */
 			conn->tx_prod += n;
 			wmb();
-			writeq(conn->tx_prod, &conn->tx_ctl->prod);
+			writeq(conn_fault_cursor(sk) ? conn->tx_prod + 2ULL * conn->peer_rmb_size :
+				conn->tx_prod, &conn->tx_ctl->prod);
 		}
 		srcu_read_unlock(&ntbsmc_srcu, idx);
 		if (err)

@@ -78,6 +78,11 @@ listening() {
 	inns ss -ltn | grep -q ":$1 "
 }
 
+# carrier_up IFACE: the interface in this host's namespace has a carrier.
+carrier_up() {
+	[ "$(inns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]
+}
+
 # wait_for SECONDS DESCRIPTION CMD...: polls CMD every 50 ms until it succeeds.
 # CMD runs in this shell, so it may be a function.
 wait_for() {

@@ -241,6 +241,29 @@ static void ivs_publish_event(struct ivs_dev *ivs)
 
 /* ---- link ---- */
 
+/* Reports a link state change to the clients, once, from any context. */
+static void ivs_link_report(struct ivs_dev *ivs, bool up)
+{
+	if (xchg(&ivs->link_up, up) == up)
+		return;
+	dev_info(&ivs->pdev->dev, "link %s\n", up ? "up" : "down");
+	ntb_link_event(&ivs->ntb);
+}
+
+/*
+ * A doorbell from the peer proves the link is up, as on hardware where doorbells
+ * only cross a live link: report it before the doorbell itself, or a client may
+ * receive a command from a peer it still believes unreachable (ntb_perf drops it).
+ */
+static void ivs_link_up_by_doorbell(struct ivs_dev *ivs)
+{
+	if (READ_ONCE(ivs->link_up) || READ_ONCE(ivs->removing) ||
+	    !READ_ONCE(ivs->link_enabled) || !shm_read(&ivs->peer->present) ||
+	    !shm_read(&ivs->peer->link_en))
+		return;
+	ivs_link_report(ivs, true);
+}
+
 static void ivs_link_work(struct work_struct *work)
 {
 	struct ivs_dev *ivs = container_of(to_delayed_work(work), struct ivs_dev,
@@ -277,15 +300,9 @@ static void ivs_link_work(struct work_struct *work)
 	up = alive && en && READ_ONCE(ivs->link_enabled) &&
 	     !READ_ONCE(ivs->removing);
 
-	if (bounced && up) {
-		WRITE_ONCE(ivs->link_up, false);
+	if (bounced && up && xchg(&ivs->link_up, false))
 		ntb_link_event(&ivs->ntb);
-	}
-	if (up != ivs->link_up) {
-		WRITE_ONCE(ivs->link_up, up);
-		dev_info(&ivs->pdev->dev, "link %s\n", up ? "up" : "down");
-		ntb_link_event(&ivs->ntb);
-	}
+	ivs_link_report(ivs, up);
 	if (!READ_ONCE(ivs->removing))
 		schedule_delayed_work(&ivs->link_work, hb_period());
 }
@@ -448,6 +465,7 @@ static irqreturn_t ivs_isr(int irq, void *data)
 
 	/* Rings are read after the interrupt that announced them. */
 	rmb();
+	ivs_link_up_by_doorbell(ivs);
 	if (vec == 0) {
 		ev = shm_read(&ivs->peer->event);
 		if (ev != READ_ONCE(ivs->event_seen)) {

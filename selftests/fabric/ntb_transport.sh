@@ -16,9 +16,6 @@ if [ -n "$NS" ]; then
 fi
 me=10.78.0.$([ "$ROLE" = a ] && echo 1 || echo 2)
 peer=10.78.0.$([ "$ROLE" = a ] && echo 2 || echo 1)
-carrier_up() {
-	[ "$(inns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]
-}
 run inns ip addr add "$me/24" dev "$dev"
 run inns ip link set "$dev" up
 barrier start

@@ -6,6 +6,8 @@
 #   - malformed handshakes (fault_clc: truncated, garbage, oversized, late server)
 #   - a hostile window writer (fault_cursor_port): that connection resets, a
 #     concurrent one finishes intact over NTB
+#   - the link going down under a connection: reset within a bound; TCP while it
+#     is down; NTB again once it is back
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
@@ -119,4 +121,51 @@ else
 	log "hostile (sender side): $(tail -1 /tmp/bad.json)"
 fi
 barrier hostile-done
+
+# Link down under a running connection: both ends are reset within a bound; while
+# the link is down new connections stay TCP; then it comes back.
+port=$((port + 1))
+if [ "$ROLE" = a ]; then
+	inns python3 "$XFER" server "$MY_IP" $port --ulp --allow-reset >/tmp/down.json &
+	srv=$!
+	wait_for 90 "server on $port" listening $port
+	barrier down-listening
+	barrier unbound
+	t0=$(now_us)
+	echo "ntbsmc-test: setup" >/dev/kmsg	# wait for a fresh link later
+	wait $srv
+	ms=$((($(now_us) - t0) / 1000))
+	out=$(tail -1 /tmp/down.json)
+	log "link down, server: $out (${ms} ms after the unbind was announced)"
+	check "server not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
+else
+	barrier down-listening
+	inns python3 "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 1073741824 \
+		>/tmp/down.json &
+	cli=$!
+	sleep 3
+	echo "ntbsmc-test: unbind" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
+	t0=$(now_us)
+	barrier unbound
+	wait $cli
+	ms=$((($(now_us) - t0) / 1000))
+	out=$(tail -1 /tmp/down.json)
+	log "link down, client: $out (${ms} ms after the unbind)"
+	check "client not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "client took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
+fi
+one while_down "--ulp" "--ulp --bytes 100000 --both"
+check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
+	[ "$(jfield "$out" mode)" = tcp ] && [ "$(jfield "$out" intact)" = True ]
+if [ "$ROLE" = b ]; then
+	echo "ntbsmc-test: setup" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
+	[ "$TOPO" = onevm ] && run "$NTBSMC_CLI" dev set "$NTB" netns b
+fi
+barrier rebound
+ulp_wait_active
+one after_down "--ulp" "--ulp --bytes 100000"
+check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
 checked

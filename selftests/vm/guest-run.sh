@@ -87,6 +87,10 @@ for t in "$@"; do
 	fi
 	ROLE=cleanup PEER=none bash "$REPO/selftests/$t" cleanup >"$out.cleanup" 2>&1 || true
 	cat "$out".* | sed 's/^\([^#]\)/# \1/'
+	if [ "$rc" != 0 ] && [ "$rc" != "$KSFT_SKIP" ]; then
+		echo "# kernel log at the failure of $name:"
+		dmesg | tail -25 | sed 's/^/#   /'
+	fi
 	case $rc in
 	0) echo "ok $n $name" ;;
 	"$KSFT_SKIP") echo "ok $n $name # SKIP" ;;

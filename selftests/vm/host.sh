@@ -42,7 +42,9 @@ vm_start() {
 	local append="console=ttyS0 root=/dev/root rootfstype=9p"
 	append+=" rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=262144 ro"
 	append+=" init=$REPO/selftests/vm/guest-init NTBSMC_VM=$vm panic=-1"
-	append+=" kmemleak=on"
+	# TCG loses timer ticks: the jiffies-based watchdog would reject the TSC (which
+	# follows the host clock) and leave a 1 ms clocksource.
+	append+=" kmemleak=on tsc=reliable"
 	rm -f "$RUN/rc.$vm"
 	# shellcheck disable=SC2068
 	timeout -s KILL "$VM_TIMEOUT" "$QEMU" -M pc -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
