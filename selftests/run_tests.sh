@@ -40,11 +40,10 @@ if [ -n "${NTBSMC_TESTS:-}" ]; then
 fi
 BOOTS=${NTBSMC_BOOTS:-onevm-default onevm-pex8749 twovm}
 
-results=()	# "ok|not ok|skip NAME [# reason]"
-comments=()
-
+# Each boot runs in its own subshell and appends its results, one TAP-like line
+# each ("ok NAME", "not ok NAME # why"), to $RUN/results.
 record() {
-	results+=("$1")
+	echo "$1" >>"$RUN/results"
 }
 
 # merge_tap BOOT TAPFILE...: one result per test; ok only if every host passed it.
@@ -115,15 +114,14 @@ check_boot() {
 	if splats=$(vm_splats "${logs[@]}"); then
 		record "ok $boot/kernel_logs_clean"
 	else
-		comments+=("$splats")
+		echo "$splats" | sed 's/^/# /' >"$RUN/splats"
 		record "not ok $boot/kernel_logs_clean # kernel splat in a guest log"
 	fi
-	cat "$RUN"/tap.* 2>/dev/null | grep '^#' >>"$TOP/comments.txt"
 }
 
-# One VM, two hosts in namespaces, for each device profile.
-for profile in default pex8749; do
-	case " $BOOTS " in *" onevm-$profile "*) ;; *) continue ;; esac
+# onevm_boot PROFILE: one VM, two hosts in namespaces.
+onevm_boot() {
+	local profile=$1 tests
 	RUN=$TOP/onevm-$profile
 	mkdir -p "$RUN"
 	IVS_PARAMS="profile=$profile"
@@ -132,69 +130,84 @@ for profile in default pex8749; do
 	# semantics do not depend on the profile.
 	[ "$profile" = pex8749 ] && tests=("${FABRIC_TESTS[@]}" "${ULP_TESTS[@]:0:1}")
 	echo "# booting one VM ($profile profile)"
-	vm_server fabric || exit 1
+	vm_server fabric || { record "not ok onevm-$profile/ivshmem_server"; return; }
 	job a onevm "${tests[@]}"
 	vm_start a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
 	vm_wait a
 	check_boot "onevm-$profile" a
 	vm_cleanup
-	_servers=() _qemus=()
-done
-
-# Two VMs joined by virtio-net over loopback; at the end VM b dies and VM a must
-# see the link go down within the link timeout.
-case " $BOOTS " in *" twovm "*) twovm=1 ;; *) twovm=0 ;; esac
-[ $twovm = 1 ] && {
-RUN=$TOP/twovm
-mkdir -p "$RUN"
-IVS_PARAMS="profile=default"
-echo "# booting two VMs"
-# One vCPU each: two VMs must not oversubscribe the host's cores.
-VM_SMP=1
-vm_server fabric || exit 1
-netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-job a twovm a "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}" fabric/peer_death.sh
-job b twovm b "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}" fabric/peer_death.sh
-vm_start a $(vm_ntb_port fabric 0) \
-	-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
-sleep 1
-vm_start b $(vm_ntb_port fabric 0) \
-	-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
-killed=""
-deadline=$((SECONDS + VM_TIMEOUT))
-while [ ! -e "$RUN/sync/b.dying" ] && [ $SECONDS -lt $deadline ] &&
-      kill -0 "$(vm_pid b)" 2>/dev/null; do
-	sleep 0.2
-done
-if [ -e "$RUN/sync/b.dying" ]; then
-	t0=$(date +%s%N)
-	kill -KILL "$(vm_pid b)"
-	killed=b
-	touch "$RUN/sync/host.killed"
-	while [ ! -e "$RUN/sync/twovm-peer_death/a.down" ] &&
-	      [ $(($(date +%s%N) - t0)) -lt 30000000000 ]; do
-		sleep 0.01
-	done
-	if [ -e "$RUN/sync/twovm-peer_death/a.down" ]; then
-		ms=$((($(date +%s%N) - t0) / 1000000))
-		echo "# twovm: link down seen by VM a ${ms} ms after VM b was killed"
-		if [ "$ms" -le 1000 ]; then
-			record "ok twovm/link_down_when_peer_vm_dies # ${ms} ms"
-		else
-			record "not ok twovm/link_down_when_peer_vm_dies # ${ms} ms > 1000 ms"
-		fi
-	else
-		record "not ok twovm/link_down_when_peer_vm_dies # not seen within 30 s"
-	fi
-else
-	record "not ok twovm/link_down_when_peer_vm_dies # VM b never got there"
-fi
-vm_wait a
-check_boot twovm a b
-vm_cleanup
 }
 
+# twovm_boot: two VMs joined by virtio-net over loopback; at the end VM b dies
+# and VM a must see the link go down within the link timeout.
+twovm_boot() {
+	local netport t0 ms deadline
+	RUN=$TOP/twovm
+	mkdir -p "$RUN"
+	IVS_PARAMS="profile=default"
+	echo "# booting two VMs"
+	VM_SMP=1	# one vCPU each: two VMs must not oversubscribe the host
+	vm_server fabric || { record "not ok twovm/ivshmem_server"; return; }
+	netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	job a twovm a "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}" fabric/peer_death.sh
+	job b twovm b "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}" fabric/peer_death.sh
+	vm_start a $(vm_ntb_port fabric 0) \
+		-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+	sleep 1
+	vm_start b $(vm_ntb_port fabric 0) \
+		-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+	killed=""
+	deadline=$((SECONDS + VM_TIMEOUT))
+	while [ ! -e "$RUN/sync/b.dying" ] && [ $SECONDS -lt $deadline ] &&
+	      kill -0 "$(vm_pid b)" 2>/dev/null; do
+		sleep 0.2
+	done
+	if [ -e "$RUN/sync/b.dying" ]; then
+		t0=$(date +%s%N)
+		kill -KILL "$(vm_pid b)"
+		killed=b
+		while [ ! -e "$RUN/sync/twovm-peer_death/a.down" ] &&
+		      [ $(($(date +%s%N) - t0)) -lt 30000000000 ]; do
+			sleep 0.01
+		done
+		if [ -e "$RUN/sync/twovm-peer_death/a.down" ]; then
+			ms=$((($(date +%s%N) - t0) / 1000000))
+			if [ "$ms" -le 1000 ]; then
+				record "ok twovm/link_down_when_peer_vm_dies # ${ms} ms"
+			else
+				record "not ok twovm/link_down_when_peer_vm_dies # ${ms} ms > 1000 ms"
+			fi
+		else
+			record "not ok twovm/link_down_when_peer_vm_dies # not seen within 30 s"
+		fi
+	else
+		record "not ok twovm/link_down_when_peer_vm_dies # VM b never got there"
+	fi
+	vm_wait a
+	check_boot twovm a b
+	vm_cleanup
+}
+
+# The one-VM boots run one after the other, beside the two-VM boot: about three
+# vCPUs busy on the host at a time.
+pids=()
+case " $BOOTS " in *" twovm "*) (twovm_boot) & pids+=($!) ;; esac
+(
+	for profile in default pex8749; do
+		case " $BOOTS " in *" onevm-$profile "*) (onevm_boot "$profile") ;; esac
+	done
+) &
+pids+=($!)
+wait "${pids[@]}"
+
 # Report
+results=()
+for f in "$TOP"/*/results; do
+	[ -e "$f" ] || continue
+	while IFS= read -r line; do
+		results+=("$line")
+	done <"$f"
+done
 echo "TAP version 13"
 echo "1..${#results[@]}"
 pass=0 failn=0 skipn=0 i=0
@@ -206,10 +219,13 @@ for r in "${results[@]}"; do
 	*) echo "ok $i ${r#ok }"; pass=$((pass + 1)) ;;
 	esac
 done
-for c in "${comments[@]}"; do
-	echo "$c" | sed 's/^/# /'
-done
-grep -h 'figure:' "$TOP/comments.txt" 2>/dev/null
+cat "$TOP"/*/splats 2>/dev/null
+# The failing tests' own output, then the measured figures
+for t in "$TOP"/*/tap.*; do
+	awk '/^# /{buf = buf $0 "\n"; next} /^not ok/{printf "%s", buf; print} /^ok/{buf = ""}' "$t"
+done | sed 's/^not ok/# (failed:) not ok/'
+grep -h 'figure:' "$TOP"/*/tap.* 2>/dev/null
 echo "# guest logs: $TOP"
+[ "$i" -gt 0 ] || { echo "run_tests: no results at all" >&2; failn=1; }
 echo "$pass passed, $failn failed, $skipn skipped"
 [ "$failn" = 0 ]

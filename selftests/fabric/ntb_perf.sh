@@ -5,7 +5,9 @@
 source "$REPO/selftests/lib.sh"
 
 case $1 in
-setup) load_module ntb_perf total_order=${PERF_TOTAL_ORDER:-24}; exit ;;
+# max_mw_size: ntb_perf kmallocs a buffer of the window size, beyond the page
+# allocator's largest order for our 8 MiB windows.
+setup) load_module ntb_perf total_order=${PERF_TOTAL_ORDER:-24} max_mw_size=2097152; exit ;;
 cleanup) unload_module ntb_perf; exit ;;
 esac
 

@@ -6,7 +6,7 @@
 QEMU=${QEMU:-qemu-system-x86_64}
 VM_MEM=${VM_MEM:-2G}
 VM_SMP=${VM_SMP:-2}
-VM_TIMEOUT=${VM_TIMEOUT:-1500}
+VM_TIMEOUT=${VM_TIMEOUT:-2700}
 SHM_SIZE=${SHM_SIZE:-64M}
 IVS_VECTORS=${IVS_VECTORS:-4}
 
@@ -18,7 +18,7 @@ vm_server() {
 	local name=$1 i
 	rm -f "$RUN/$name.pid"
 	"$REPO/selftests/vm/ivshmem-server" -S "$RUN/$name.sock" \
-		-m "/dev/shm/ntbsmc-$$-$name" -l "$SHM_SIZE" -n "$IVS_VECTORS" \
+		-m "/dev/shm/ntbsmc-$$-${RUN##*/}-$name" -l "$SHM_SIZE" -n "$IVS_VECTORS" \
 		-F "$RUN/$name.pid" -v 2>>"$RUN/$name.log" &
 	_servers+=($!)
 	for i in $(seq 100); do
@@ -80,7 +80,8 @@ vm_cleanup() {
 		kill "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
-	rm -f /dev/shm/ntbsmc-$$-*
+	rm -f "/dev/shm/ntbsmc-$$-${RUN##*/}-"*
+	_servers=() _qemus=()
 }
 
 # Patterns of a kernel splat: any of them in a guest log fails the run.
