@@ -18,6 +18,10 @@
 KSFT_SKIP=4
 NTB_DBG=/sys/kernel/debug
 
+# Scratch files: per role, since both hosts of the one-VM topology share /tmp.
+WORK=/tmp/work-${ROLE:-none}
+mkdir -p "$WORK"
+
 # A role that ends, failed or not, takes its background processes with it: a
 # server left behind would hold its socket (and the module) past the test.
 _kill_jobs() {
@@ -63,7 +67,7 @@ inns() {
 
 # nap: sleeps 50 ms without starting a process (process start-up costs ~100 ms
 # under emulation): a read that times out on a FIFO nobody writes.
-_nap_fifo=/tmp/.nap.$$
+_nap_fifo=$WORK/.nap.$$
 nap() {
 	if [ -z "${_nap_fd:-}" ]; then
 		mkfifo "$_nap_fifo" && exec {_nap_fd}<>"$_nap_fifo" && rm -f "$_nap_fifo"

@@ -111,6 +111,10 @@ static unsigned int mw_count = 2;
 module_param(mw_count, uint, 0444);
 MODULE_PARM_DESC(mw_count, "Memory windows per direction (1-4, default 2)");
 
+static unsigned int link_train_ms = 50;
+module_param(link_train_ms, uint, 0644);
+MODULE_PARM_DESC(link_train_ms, "Link comes up once both ends have been ready this long, like link training (default 50)");
+
 static unsigned int link_timeout_ms = 1000;
 module_param(link_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(link_timeout_ms, "Link goes down when the peer's heartbeat stalls this long (100-60000, default 1000)");
@@ -180,6 +184,7 @@ struct ivs_dev {
 	u32 peer_hb, peer_gen;
 	unsigned long peer_hb_seen;	/* jiffies when peer_hb last changed */
 	unsigned long last_check;	/* jiffies of the last link_work run */
+	unsigned long ready_since;	/* jiffies since both ends ready, 0: not */
 };
 
 #define ntb_ivs(__ntb) container_of(__ntb, struct ivs_dev, ntb)
@@ -257,9 +262,12 @@ static void ivs_link_report(struct ivs_dev *ivs, bool up)
  */
 static void ivs_link_up_by_doorbell(struct ivs_dev *ivs)
 {
+	unsigned long since = READ_ONCE(ivs->ready_since);
+
 	if (READ_ONCE(ivs->link_up) || READ_ONCE(ivs->removing) ||
 	    !READ_ONCE(ivs->link_enabled) || !shm_read(&ivs->peer->present) ||
-	    !shm_read(&ivs->peer->link_en))
+	    !shm_read(&ivs->peer->link_en) || !since ||
+	    time_before(jiffies, since + msecs_to_jiffies(link_train_ms)))
 		return;
 	ivs_link_report(ivs, true);
 }
@@ -268,6 +276,7 @@ static void ivs_link_work(struct work_struct *work)
 {
 	struct ivs_dev *ivs = container_of(to_delayed_work(work), struct ivs_dev,
 					   link_work);
+	unsigned long delay, train;
 	u32 hb, gen, present, en;
 	bool alive, up, bounced = false;
 
@@ -302,9 +311,27 @@ static void ivs_link_work(struct work_struct *work)
 
 	if (bounced && up && xchg(&ivs->link_up, false))
 		ntb_link_event(&ivs->ntb);
-	ivs_link_report(ivs, up);
+	/*
+	 * Training: up is reported once both ends have been ready link_train_ms.
+	 * A client's probe may report "down" and queue its own cleanup; a link up
+	 * before that cleanup ran would be undone by it (ntb_transport does that).
+	 */
+	delay = hb_period();
+	if (!up) {
+		WRITE_ONCE(ivs->ready_since, 0);
+	} else if (!ivs->link_up) {
+		train = msecs_to_jiffies(link_train_ms);
+		if (!ivs->ready_since)
+			WRITE_ONCE(ivs->ready_since, jiffies ?: 1);
+		if (time_before(jiffies, ivs->ready_since + train)) {
+			up = false;
+			delay = min(delay, ivs->ready_since + train - jiffies);
+		}
+	}
+	if (up || ivs->link_up)
+		ivs_link_report(ivs, up);
 	if (!READ_ONCE(ivs->removing))
-		schedule_delayed_work(&ivs->link_work, hb_period());
+		schedule_delayed_work(&ivs->link_work, delay);
 }
 
 static u64 ivs_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,

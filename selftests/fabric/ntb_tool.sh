@@ -80,14 +80,14 @@ log "$nbits doorbell bits crossed both ways; a masked bit rung twice is one pend
 # different data into each through its outbound windows.
 size=$((1024 * 1024))
 for w in 0 1; do
-	head -c $size /dev/urandom >"/tmp/mw$w.$ROLE"
-	put "mw${w}_sum" "$(sha256sum <"/tmp/mw$w.$ROLE" | cut -d' ' -f1)"
+	head -c $size /dev/urandom >"$WORK/mw$w.$ROLE"
+	put "mw${w}_sum" "$(sha256sum <"$WORK/mw$w.$ROLE" | cut -d' ' -f1)"
 	run sh -c "echo $size >$T/peer0/mw_trans$w"
 done
 barrier mw_trans
 for w in 0 1; do
 	run sh -c "echo 0:$size >$T/peer0/peer_mw_trans$w"
-	run dd if="/tmp/mw$w.$ROLE" of="$T/peer0/peer_mw$w" bs=64K status=none
+	run dd if="$WORK/mw$w.$ROLE" of="$T/peer0/peer_mw$w" bs=64K status=none
 done
 barrier mw_written
 for w in 0 1; do

@@ -29,22 +29,22 @@ size=$((4 * 1024 * 1024))
 for server in a b; do
 	if [ "$ROLE" = "$server" ]; then
 		rx0=$(inns cat /sys/class/net/$dev/statistics/rx_bytes)
-		inns python3 "$REPO/selftests/fabric/sink.py" "$me" 5001 "/tmp/rx.$ROLE" &
+		inns python3 "$REPO/selftests/fabric/sink.py" "$me" 5001 "$WORK/rx.$ROLE" &
 		sink=$!
 		wait_for 60 "sink listening" listening 5001
 		barrier "listening_$server"
 		wait "$sink" || fail "sink failed"
 		rx=$(($(inns cat /sys/class/net/$dev/statistics/rx_bytes) - rx0))
-		sum=$(sha256sum <"/tmp/rx.$ROLE" | cut -d' ' -f1)
+		sum=$(sha256sum <"$WORK/rx.$ROLE" | cut -d' ' -f1)
 		[ "$sum" = "$(get tx_sum)" ] || fail "stream: received $sum, sent $(get tx_sum)"
 		[ "$rx" -ge "$size" ] || fail "only $rx bytes crossed $dev for $size sent"
 		log "$size bytes from $PEER intact over $dev ($rx bytes on the interface)"
 		barrier "checked_$server"
 	else
-		head -c $size /dev/urandom >"/tmp/tx.$ROLE"
-		put tx_sum "$(sha256sum <"/tmp/tx.$ROLE" | cut -d' ' -f1)"
+		head -c $size /dev/urandom >"$WORK/tx.$ROLE"
+		put tx_sum "$(sha256sum <"$WORK/tx.$ROLE" | cut -d' ' -f1)"
 		barrier "listening_$server"
-		run inns python3 "$REPO/selftests/fabric/source.py" "$peer" 5001 "/tmp/tx.$ROLE"
+		run inns python3 "$REPO/selftests/fabric/source.py" "$peer" 5001 "$WORK/tx.$ROLE"
 		barrier "checked_$server"
 		rm -f "$SYNC/$ROLE.val.tx_sum"
 	fi

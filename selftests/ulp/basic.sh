@@ -22,18 +22,18 @@ xfer_case() {
 	case " $copts " in *" -6 "*) my=$MY_IP6 peer=$PEER_IP6 copts=${copts/-6/} ;; esac
 	if [ "$ROLE" = a ]; then
 		# shellcheck disable=SC2086
-		inns python3 "$XFER" server "$my" $port $sopts >"/tmp/$name.json" &
+		inns python3 "$XFER" server "$my" $port $sopts >"$WORK/$name.json" &
 		local srv=$!
 		wait_for 90 "server on $port" listening $port
 		barrier "$name-listening"
-		wait $srv || fail "$name: server failed: $(cat "/tmp/$name.json")"
+		wait $srv || fail "$name: server failed: $(cat "$WORK/$name.json")"
 	else
 		barrier "$name-listening"
 		# shellcheck disable=SC2086
-		inns python3 "$XFER" client "$peer" $port $copts >"/tmp/$name.json" ||
-			fail "$name: client failed: $(cat "/tmp/$name.json")"
+		inns python3 "$XFER" client "$peer" $port $copts >"$WORK/$name.json" ||
+			fail "$name: client failed: $(cat "$WORK/$name.json")"
 	fi
-	out=$(tail -1 "/tmp/$name.json")
+	out=$(tail -1 "$WORK/$name.json")
 	log "$name: $out"
 	check "$name: mode $(jfield "$out" mode), want $mode" [ "$(jfield "$out" mode)" = "$mode" ]
 	check "$name: reason $(jfield "$out" reason), want $reason" \

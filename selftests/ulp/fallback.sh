@@ -34,18 +34,18 @@ one() {
 	port=$((port + 1))
 	if [ "$ROLE" = a ]; then
 		# shellcheck disable=SC2086
-		inns python3 "$XFER" server "$MY_IP" $port $sopts >"/tmp/$name.json" &
+		inns python3 "$XFER" server "$MY_IP" $port $sopts >"$WORK/$name.json" &
 		local srv=$!
 		wait_for 90 "server on $port" listening $port
 		barrier "$name-listening"
-		wait $srv || check "$name: server failed: $(cat "/tmp/$name.json")" false
+		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
 	else
 		barrier "$name-listening"
 		# shellcheck disable=SC2086
-		inns python3 "$XFER" client "$PEER_IP" $port $copts >"/tmp/$name.json" ||
-			check "$name: client failed: $(cat "/tmp/$name.json")" false
+		inns python3 "$XFER" client "$PEER_IP" $port $copts >"$WORK/$name.json" ||
+			check "$name: client failed: $(cat "$WORK/$name.json")" false
 	fi
-	out=$(tail -1 "/tmp/$name.json")
+	out=$(tail -1 "$WORK/$name.json")
 	log "$name: $out"
 	barrier "$name-done"
 }
@@ -94,31 +94,31 @@ done
 good=$((port + 1)) bad=$((port + 2))
 port=$((port + 2))
 if [ "$ROLE" = a ]; then
-	inns python3 "$XFER" server "$MY_IP" $good --ulp >/tmp/good.json &
+	inns python3 "$XFER" server "$MY_IP" $good --ulp >$WORK/good.json &
 	g=$!
-	inns python3 "$XFER" server "$MY_IP" $bad --ulp --allow-reset >/tmp/bad.json &
+	inns python3 "$XFER" server "$MY_IP" $bad --ulp --allow-reset >$WORK/bad.json &
 	b=$!
 	wait_for 90 "servers" listening $bad
 	wait_for 90 "servers" listening $good
 	barrier hostile-listening
-	wait $g || check "healthy connection failed: $(cat /tmp/good.json)" false
+	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
 	wait $b
-	out=$(tail -1 /tmp/good.json)
+	out=$(tail -1 $WORK/good.json)
 	log "healthy: $out"
 	check "healthy connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
 		[ "$(jfield "$out" mode)" = ntb ] && [ "$(jfield "$out" intact)" = True ]
-	out=$(tail -1 /tmp/bad.json)
+	out=$(tail -1 $WORK/bad.json)
 	log "hostile: $out"
 	check "hostile connection not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
 else
 	barrier hostile-listening
-	inns python3 "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >/tmp/good.json &
+	inns python3 "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >$WORK/good.json &
 	g=$!
 	sleep 1
 	echo $bad >$P/fault_cursor_port
-	inns python3 "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >/tmp/bad.json
-	wait $g || check "healthy connection failed: $(cat /tmp/good.json)" false
-	log "hostile (sender side): $(tail -1 /tmp/bad.json)"
+	inns python3 "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
+	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
+	log "hostile (sender side): $(tail -1 $WORK/bad.json)"
 fi
 barrier hostile-done
 
@@ -126,7 +126,7 @@ barrier hostile-done
 # the link is down new connections stay TCP; then it comes back.
 port=$((port + 1))
 if [ "$ROLE" = a ]; then
-	inns python3 "$XFER" server "$MY_IP" $port --ulp --allow-reset >/tmp/down.json &
+	inns python3 "$XFER" server "$MY_IP" $port --ulp --allow-reset >$WORK/down.json &
 	srv=$!
 	wait_for 90 "server on $port" listening $port
 	barrier down-listening
@@ -135,14 +135,14 @@ if [ "$ROLE" = a ]; then
 	echo "ntbsmc-test: setup" >/dev/kmsg	# wait for a fresh link later
 	wait $srv
 	ms=$((($(now_us) - t0) / 1000))
-	out=$(tail -1 /tmp/down.json)
+	out=$(tail -1 $WORK/down.json)
 	log "link down, server: $out (${ms} ms after the unbind was announced)"
 	check "server not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
 	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 else
 	barrier down-listening
 	inns python3 "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 1073741824 \
-		>/tmp/down.json &
+		>$WORK/down.json &
 	cli=$!
 	sleep 3
 	echo "ntbsmc-test: unbind" >/dev/kmsg
@@ -151,7 +151,7 @@ else
 	barrier unbound
 	wait $cli
 	ms=$((($(now_us) - t0) / 1000))
-	out=$(tail -1 /tmp/down.json)
+	out=$(tail -1 $WORK/down.json)
 	log "link down, client: $out (${ms} ms after the unbind)"
 	check "client not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
 	check "client took ${ms} ms to see the reset" [ "$ms" -le 5000 ]

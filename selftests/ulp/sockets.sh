@@ -21,7 +21,7 @@ for fam in 4 6; do
 	port=$((6500 + fam * 10))
 	if [ "$ROLE" = a ]; then
 		# shellcheck disable=SC2086
-		inns "$S" server $opts "$my" $port >"/tmp/sockets$fam.tap" 2>&1 &
+		inns "$S" server $opts "$my" $port >"$WORK/sockets$fam.tap" 2>&1 &
 		srv=$!
 		wait_for 90 "sockets server" listening $port
 		barrier "v$fam-listening"
@@ -30,10 +30,10 @@ for fam in 4 6; do
 	else
 		barrier "v$fam-listening"
 		# shellcheck disable=SC2086
-		inns "$S" client $opts "$addr" $port >"/tmp/sockets$fam.tap" 2>&1
+		inns "$S" client $opts "$addr" $port >"$WORK/sockets$fam.tap" 2>&1
 		rc=$?
 	fi
-	sed "s/^/# [$ROLE v$fam] /" "/tmp/sockets$fam.tap" | grep -E "not ok|ok |Totals|# " | head -120
+	sed "s/^/# [$ROLE v$fam] /" "$WORK/sockets$fam.tap" | grep -E "not ok|ok |Totals|# " | head -120
 	check "sockets over IPv$fam: exit $rc" [ $rc = 0 ]
 	barrier "v$fam-done"
 done
