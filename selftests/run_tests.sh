@@ -188,6 +188,28 @@ twovm_boot() {
 	vm_cleanup
 }
 
+# Host-side tests: the CLI against its fake kernel, and the socket oracle on plain
+# TCP over loopback (it must pass where TCP is the reference).
+host_tests() {
+	RUN=$TOP/host
+	mkdir -p "$RUN"
+	if make -s -C "$REPO/netlink-tool" check >"$RUN/netlink-tool.log" 2>&1; then
+		record "ok host/netlink_tool_cli"
+	else
+		record "not ok host/netlink_tool_cli # see $RUN/netlink-tool.log"
+	fi
+	local s=$REPO/selftests/ulp/sockets port=$((20000 + RANDOM % 20000))
+	"$s" server --expect tcp 127.0.0.1 $port >"$RUN/oracle-server.log" 2>&1 &
+	local srv=$!
+	if "$s" client --expect tcp 127.0.0.1 $port >"$RUN/oracle-client.log" 2>&1 &&
+	   wait $srv; then
+		record "ok host/sockets_oracle_on_tcp"
+	else
+		record "not ok host/sockets_oracle_on_tcp # see $RUN/oracle-*.log"
+	fi
+}
+host_tests
+
 # The one-VM boots run one after the other, beside the two-VM boot: about three
 # vCPUs busy on the host at a time.
 pids=()
