@@ -42,9 +42,13 @@ vm_start() {
 	local append="console=ttyS0 root=/dev/root rootfstype=9p"
 	append+=" rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=262144 ro"
 	append+=" init=$REPO/selftests/vm/guest-init NTBSMC_VM=$vm panic=-1"
-	# TCG loses timer ticks: the jiffies-based watchdog would reject the TSC (which
-	# follows the host clock) and leave a 1 ms clocksource.
+	# Under TCG the guest's TSC is the host's. Calibrating it against the PIT fails
+	# under load, and the jiffies-based watchdog (TCG loses ticks) would reject it:
+	# either leaves a 1 ms clocksource. Tell the guest the host's TSC frequency.
 	append+=" kmemleak=on tsc=reliable"
+	local mhz
+	mhz=$(awk -F': *' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)
+	[ -n "$mhz" ] && append+=" tsc_early_khz=$(awk -v m="$mhz" 'BEGIN { printf "%d", m * 1000 }')"
 	rm -f "$RUN/rc.$vm"
 	# shellcheck disable=SC2068
 	timeout -s KILL "$VM_TIMEOUT" "$QEMU" -M pc -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
