@@ -20,7 +20,7 @@ esac
 run_set() {
 	local label=$1 addr=$2 ulp=${3:-} port
 	port=$((7000 + RANDOM % 1000))
-	[ "$ROLE" = a ] && put port "$port" || port=$(get port)
+	[ "$ROLE" = a ] && put "port-$label" "$port" || port=$(get "port-$label")
 	if [ "$ROLE" = b ]; then
 		# shellcheck disable=SC2086
 		inns "$NB" server $ulp "$addr" "$port" &
@@ -29,7 +29,6 @@ run_set() {
 		barrier "$label-done"
 		kill %1 2>/dev/null
 		wait 2>/dev/null
-		rm -f "$SYNC/a.val.port"
 		return
 	fi
 	barrier "$label-up"
