@@ -242,6 +242,12 @@ static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
 
 	/* tcp_cleanup_ulp() puts a module reference for every socket. */
 	__module_get(THIS_MODULE);
+	/*
+	 * sock_copy() made the listener's current sk_prot, our table in module
+	 * memory, the child's creator; its TIME_WAIT socket and its final free
+	 * would use that after the module is gone. TCP's table is the creator.
+	 */
+	newsk->sk_prot_creator = lctx->sk_proto;
 	if (!ctx) {
 		/* No memory: the child is plain TCP, told nothing it could misread. */
 		newsk->sk_prot = lctx->sk_proto;
@@ -272,6 +278,9 @@ static void ntbsmc_ulp_release(struct sock *sk)
 		ntbsmc_conn_release(ctx->conn, true);
 		ctx->conn = NULL;
 	}
+	/* The rest of the destruction must not use our tables: the module
+	 * reference goes with this ULP. */
+	WRITE_ONCE(sk->sk_prot, ctx->sk_proto);
 	rcu_assign_pointer(inet_csk(sk)->icsk_ulp_data, NULL);
 	ctx_put(ctx);
 }
@@ -449,10 +458,20 @@ static void ntbsmc_close(struct sock *sk, long timeout)
 					       !sk->sk_lingertime);
 		ctx->conn = NULL;
 	}
-	/* From here on the socket is TCP's to close; ->release() frees ctx. */
-	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_FALLBACK]);
+	/* From here on the socket is TCP's, tables included (like kTLS); the
+	 * context is freed by ->release(). */
+	WRITE_ONCE(sk->sk_prot, tcp);
 	release_sock(sk);
 	ctx_unhook(ctx, sk);
+	tcp->close(sk, timeout);
+}
+
+/* A fallen-back socket closes like TCP, on TCP's own tables. */
+static void ntbsmc_fallback_close(struct sock *sk, long timeout)
+{
+	struct proto *tcp = ntbsmc_ctx(sk)->sk_proto;
+
+	WRITE_ONCE(sk->sk_prot, tcp);
 	tcp->close(sk, timeout);
 }
 
@@ -561,6 +580,7 @@ static void build_protos(struct proto prot[NTBSMC_NCONF], struct proto_ops *ops,
 
 	prot[NTBSMC_FALLBACK] = *base;
 	prot[NTBSMC_FALLBACK].getsockopt = ntbsmc_getsockopt;
+	prot[NTBSMC_FALLBACK].close = ntbsmc_fallback_close;
 
 	*ops = *base_ops;
 	ops->connect = ntbsmc_connect;

@@ -32,7 +32,9 @@ trap vm_cleanup EXIT
 
 FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
 	      fabric/doorbell_rtt.sh fabric/ntb_perf.sh fabric/ntb_transport.sh)
-ULP_TESTS=(ulp/basic.sh ulp/sockets.sh ulp/fallback.sh)
+# ulp/fallback.sh is not in the suite yet: its Linux SMC cases need AF_SMC
+# sockets, which Python's socket module cannot address.
+ULP_TESTS=(ulp/basic.sh ulp/sockets.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
 	read -r -a FABRIC_TESTS <<<"$NTBSMC_TESTS"
@@ -126,9 +128,11 @@ onevm_boot() {
 	mkdir -p "$RUN"
 	IVS_PARAMS="profile=$profile"
 	tests=("${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}")
-	# Within the PEX-8749's limits, ntbsmc must come up and carry data; socket
-	# semantics do not depend on the profile.
-	[ "$profile" = pex8749 ] && tests=("${FABRIC_TESTS[@]}" "${ULP_TESTS[@]:0:1}")
+	# Within the PEX-8749's limits: the clients that use scratchpads, doorbells
+	# and windows, and ntbsmc's bring-up and data path; socket semantics do not
+	# depend on the profile.
+	[ "$profile" = pex8749 ] && [ -z "${NTBSMC_TESTS:-}" ] &&
+		tests=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_transport.sh ulp/basic.sh)
 	echo "# booting one VM ($profile profile)"
 	vm_server fabric || { record "not ok onevm-$profile/ivshmem_server"; return; }
 	job a onevm "${tests[@]}"
