@@ -17,8 +17,8 @@ barrier start
 # Submitting waits for ntb_perf's own handshake with the peer (link up, windows).
 # That handshake gives up for good when the peer takes more than ~100 ms to take
 # a scratchpad command (1000 tries of 50-100 us), which a busy emulated guest can:
-# then both ends reload ntb_perf and try again, three times at most.
-for attempt in 1 2 3; do
+# then both ends reload ntb_perf and try again, five times at most.
+for attempt in 1 2 3 4 5; do
 	ok=0
 	timeout 60 sh -c "echo 0 >$P/run" && ok=1
 	put "ok$attempt" $ok
@@ -33,7 +33,7 @@ for attempt in 1 2 3; do
 	barrier "reloaded$attempt"
 	wait_for 30 "ntb_perf on $NTB" test -e "$P/run"
 done
-[ $ok = 1 ] || fail "ntb_perf did not complete its handshake in 3 attempts"
+[ $ok = 1 ] || fail "ntb_perf did not complete its handshake in 5 attempts"
 out=$(cat "$P/run") || fail "ntb_perf run failed"
 echo "$out" | sed 's/^/# /'
 mbs=$(echo "$out" | sed -n 's/.*, \([0-9]*\) MBytes\/s/\1/p' | head -1)
