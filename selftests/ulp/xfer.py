@@ -87,15 +87,18 @@ def session(s, role, n, both, wsize, seed):
         th = threading.Thread(target=send, args=(s, n, seed + role, wsize))
         th.start()
     ok = True
+    digest = None
     if not sender or both:
-        # receive, check, and tell the sender the digest of what arrived
+        # receive and check; the digest of what arrived goes back to the sender
         peer = 'server' if role == 'client' else 'client'
         got, digest = recv(s, n)
         res['received'] = got
         ok &= got == n and digest == expected_sum(n, seed + peer)
-        s.sendall(digest.encode())
     if th:
+        # one writer per stream: the digest follows our own data, never into it
         th.join()
+    if digest is not None:
+        s.sendall(digest.encode())
     if sender or both:
         # the receiver's digest of what we sent
         back = b''
