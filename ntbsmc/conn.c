@@ -369,6 +369,31 @@ static bool conn_writable(struct ntbsmc_conn *conn)
 	       (READ_ONCE(conn->peer_flags) & NTBSMC_F_CLOSED);
 }
 
+/*
+ * Waits for @ready: spins for the busy-poll budget, then publishes our @flag (so
+ * the peer rings us), looks once more and sleeps. Returns 0 to look again, or
+ * -EAGAIN (timeout used up) or -EINTR/-ERESTARTSYS.
+ */
+static int conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
+		     bool (*ready)(struct ntbsmc_conn *), long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+	if (conn_busy_poll(sk, conn, ready))
+		return 0;
+	conn_want(conn, flag, true);
+	if (conn_update(conn) || ready(conn))
+		return 0;
+	if (!*timeo)
+		return -EAGAIN;
+	if (signal_pending(current))
+		return sock_intr_errno(*timeo);
+	add_wait_queue(sk_sleep(sk), &wait);
+	sk_wait_event(sk, timeo, conn_update(conn) || ready(conn), &wait);
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return 0;
+}
+
 /* Copies user data into the peer's buffer at our producer cursor, wrapping. */
 static int conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 {
@@ -390,7 +415,6 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			struct msghdr *msg, size_t len)
 {
 	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
-	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	size_t copied = 0;
 	int err = 0, idx;
 	u32 n;
@@ -407,23 +431,9 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		n = min_t(size_t, conn_space(conn), msg_data_left(msg));
 		if (!n) {
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_BUF_FULL, 1);
-			if (conn_busy_poll(sk, conn, conn_writable))
-				continue;
-			conn_want(conn, NTBSMC_F_WANT_SPACE, true);
-			if (conn_update(conn) || conn_space(conn))
-				continue;
-			if (!timeo) {
-				err = -EAGAIN;
+			err = conn_wait(sk, conn, NTBSMC_F_WANT_SPACE, conn_writable, &timeo);
+			if (err)
 				break;
-			}
-			if (signal_pending(current)) {
-				err = sock_intr_errno(timeo);
-				break;
-			}
-			add_wait_queue(sk_sleep(sk), &wait);
-			sk_wait_event(sk, &timeo, conn_update(conn) || conn_writable(conn),
-				      &wait);
-			remove_wait_queue(sk_sleep(sk), &wait);
 			continue;
 		}
 		idx = srcu_read_lock(&ntbsmc_srcu);
@@ -477,7 +487,6 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 {
 	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
 	int target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
-	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	bool peek = flags & MSG_PEEK;
 	size_t copied = 0;
 	int err = 0, idx;
@@ -519,22 +528,9 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		if (copied >= target || conn_peer_done(conn) ||
 		    (sk->sk_shutdown & RCV_SHUTDOWN))
 			break;
-		if (conn_busy_poll(sk, conn, conn_readable))
-			continue;
-		conn_want(conn, NTBSMC_F_WANT_DATA, true);
-		if (conn_update(conn) || conn_readable(conn))
-			continue;
-		if (!timeo) {
-			err = -EAGAIN;
+		err = conn_wait(sk, conn, NTBSMC_F_WANT_DATA, conn_readable, &timeo);
+		if (err)
 			break;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			break;
-		}
-		add_wait_queue(sk_sleep(sk), &wait);
-		sk_wait_event(sk, &timeo, conn_update(conn) || conn_readable(conn), &wait);
-		remove_wait_queue(sk_sleep(sk), &wait);
 	}
 	if (copied && (conn->my_flags & NTBSMC_F_WANT_DATA))
 		conn_want(conn, NTBSMC_F_WANT_DATA, false);
