@@ -227,6 +227,31 @@ static int conn_alloc_reason(long err)
 
 /* ---- the SMC-shaped first messages ---- */
 
+/* Attaches @conn to the peer's buffer; on failure releases it and declines. */
+static int clc_attach(struct clc_io *io, struct ntbsmc_conn *conn,
+		      const struct ntbsmc_clc_rmb *rmb)
+{
+	int rc = ntbsmc_conn_attach(conn, rmb);
+
+	if (!rc)
+		return 0;
+	ntbsmc_conn_release(conn, true);
+	return clc_decline(io, rc == -ESTALE ? NTBSMC_REASON_LINK_DOWN :
+					       NTBSMC_REASON_PROTOCOL);
+}
+
+/* Ends a handshake that holds @conn: on success it carries the socket's data. */
+static int clc_finish(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, int rc)
+{
+	if (rc) {
+		ntbsmc_conn_release(conn, true);
+		return rc;
+	}
+	ntbsmc_conn_established(conn);
+	ctx->conn = conn;
+	return 0;
+}
+
 static void smc_decline(struct ntbsmc_smc_decline *d, const char *id)
 {
 	memset(d, 0, sizeof(*d));
@@ -321,24 +346,12 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	rc = clc_send(&io, &prop, NTBSMC_CLC_PROPOSAL);
 	if (!rc)
 		rc = clc_recv(&io, &in, NTBSMC_CLC_ACCEPT);
-	if (rc) {
-		ntbsmc_conn_release(conn, true);
+	if (rc)
+		return clc_finish(ctx, conn, rc);
+	rc = clc_attach(&io, conn, &in.acc.rmb);
+	if (rc)
 		return rc;
-	}
-	rc = ntbsmc_conn_attach(conn, &in.acc.rmb);
-	if (rc) {
-		ntbsmc_conn_release(conn, true);
-		return clc_decline(&io, rc == -ESTALE ? NTBSMC_REASON_LINK_DOWN :
-							NTBSMC_REASON_PROTOCOL);
-	}
-	rc = clc_send(&io, &conf, NTBSMC_CLC_CONFIRM);
-	if (rc) {
-		ntbsmc_conn_release(conn, true);
-		return rc;
-	}
-	ntbsmc_conn_established(conn);
-	ctx->conn = conn;
-	return 0;
+	return clc_finish(ctx, conn, clc_send(&io, &conf, NTBSMC_CLC_CONFIRM));
 }
 
 /* ---- server ---- */
@@ -455,21 +468,12 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	ntbsmc_dev_put(dev);
 	if (IS_ERR(conn))
 		return clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
-	rc = ntbsmc_conn_attach(conn, &in.prop.rmb);
-	if (rc) {
-		ntbsmc_conn_release(conn, true);
-		return clc_decline(&io, rc == -ESTALE ? NTBSMC_REASON_LINK_DOWN :
-							NTBSMC_REASON_PROTOCOL);
-	}
+	rc = clc_attach(&io, conn, &in.prop.rmb);
+	if (rc)
+		return rc;
 	fill_rmb(&acc.rmb, conn);
 	rc = clc_send(&io, &acc, NTBSMC_CLC_ACCEPT);
 	if (!rc)
 		rc = clc_recv(&io, &in, NTBSMC_CLC_CONFIRM);
-	if (rc) {
-		ntbsmc_conn_release(conn, true);
-		return rc;
-	}
-	ntbsmc_conn_established(conn);
-	ctx->conn = conn;
-	return 0;
+	return clc_finish(ctx, conn, rc);
 }
