@@ -17,17 +17,13 @@
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO" || exit 1
-
-"$REPO/selftests/vm/deps.sh" || exit 1
-KBUILD=$("$REPO/selftests/vm/kernel.sh" debug) || exit 1
-KIMAGE=$KBUILD/arch/x86/boot/bzImage
-make -s KDIR="$KBUILD" all || exit 1
+source "$REPO/selftests/vm/host.sh"
+vm_prepare debug || exit 1
 make -s headers-check || exit 1
 
 TOP=${NTBSMC_OUT:-$REPO/selftests/output}/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$TOP"
 ln -sfn "$TOP" "$(dirname "$TOP")/latest"
-source "$REPO/selftests/vm/host.sh"
 trap vm_cleanup EXIT
 
 FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
@@ -116,7 +112,7 @@ check_boot() {
 	if splats=$(vm_splats "${logs[@]}"); then
 		record "ok $boot/kernel_logs_clean"
 	else
-		echo "$splats" | sed 's/^/# /' >"$RUN/splats"
+		{ echo "$splats"; vm_splat_context "${logs[@]}"; } | sed 's/^/# /' >"$RUN/splats"
 		record "not ok $boot/kernel_logs_clean # kernel splat in a guest log"
 	fi
 }
@@ -145,21 +141,15 @@ onevm_boot() {
 # twovm_boot: two VMs joined by virtio-net over loopback; at the end VM b dies
 # and VM a must see the link go down within the link timeout.
 twovm_boot() {
-	local netport t0 ms deadline
+	local t0 ms deadline
 	RUN=$TOP/twovm
 	mkdir -p "$RUN"
 	IVS_PARAMS="profile=default"
 	echo "# booting two VMs"
-	VM_SMP=1	# one vCPU each: two VMs must not oversubscribe the host
 	vm_server fabric || { record "not ok twovm/ivshmem_server"; return; }
-	netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	job a twovm a "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}" fabric/peer_death.sh
 	job b twovm b "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}" fabric/peer_death.sh
-	vm_start a $(vm_ntb_port fabric 0) \
-		-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
-	sleep 1
-	vm_start b $(vm_ntb_port fabric 0) \
-		-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+	vm_start_pair
 	killed=""
 	deadline=$((SECONDS + VM_TIMEOUT))
 	while [ ! -e "$RUN/sync/b.dying" ] && [ $SECONDS -lt $deadline ] &&

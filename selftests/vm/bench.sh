@@ -8,14 +8,11 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO" || exit 1
-"$REPO/selftests/vm/deps.sh" || exit 1
-KBUILD=$("$REPO/selftests/vm/kernel.sh" nodebug) || exit 1
-KIMAGE=$KBUILD/arch/x86/boot/bzImage
-make -s KDIR="$KBUILD" all || exit 1
+source "$REPO/selftests/vm/host.sh"
+vm_prepare nodebug || exit 1
 
 TOP=${NTBSMC_OUT:-$REPO/selftests/output}/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$TOP"
-source "$REPO/selftests/vm/host.sh"
 trap vm_cleanup EXIT
 BENCH_TESTS=(${NTBSMC_BENCH:-bench/fabric.sh bench/ulp.sh})
 
@@ -36,21 +33,14 @@ job a onevm "${BENCH_TESTS[@]}"
 vm_start a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
 vm_wait a
 vm_cleanup
-_servers=() _qemus=()
 
 RUN=$TOP/twovm
 mkdir -p "$RUN"
 echo "# bench: two VMs"
-VM_SMP=1	# two VMs must not oversubscribe the host's cores
 vm_server fabric || exit 1
-netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 job a twovm a "${BENCH_TESTS[@]}"
 job b twovm b "${BENCH_TESTS[@]}"
-vm_start a $(vm_ntb_port fabric 0) \
-	-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
-sleep 1
-vm_start b $(vm_ntb_port fabric 0) \
-	-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+vm_start_pair
 vm_wait a b
 vm_cleanup
 

@@ -8,14 +8,11 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO" || exit 1
-"$REPO/selftests/vm/deps.sh" || exit 1
-KBUILD=$("$REPO/selftests/vm/kernel.sh" ${DEMO_KERNEL:-debug}) || exit 1
-KIMAGE=$KBUILD/arch/x86/boot/bzImage
-make -s KDIR="$KBUILD" all || exit 1
+source "$REPO/selftests/vm/host.sh"
+vm_prepare "${DEMO_KERNEL:-debug}" || exit 1
 
 RUN=${NTBSMC_OUT:-$REPO/selftests/output}/demo-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RUN"
-source "$REPO/selftests/vm/host.sh"
 trap vm_cleanup EXIT
 
 BYTES=${DEMO_BYTES:-67108864}
@@ -27,15 +24,9 @@ cat >"$RUN/job.b" <<JOB
 export REPO=$REPO KBUILD=$KBUILD BYTES=$BYTES
 bash $REPO/selftests/vm/demo-guest.sh b >/run/out/demo.b 2>&1
 JOB
-VM_SMP=1	# two VMs must not oversubscribe the host's cores
 vm_server fabric || exit 1
-netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 echo "Booting two VMs (QEMU, software emulation; about a minute)..."
-vm_start a $(vm_ntb_port fabric 0) \
-	-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
-sleep 1
-vm_start b $(vm_ntb_port fabric 0) \
-	-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+vm_start_pair
 vm_wait a b
 echo
 cat "$RUN/demo.a" 2>/dev/null || { echo "VM a produced no output: see $RUN"; exit 1; }

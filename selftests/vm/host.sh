@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Host-side helpers to boot selftest guests under QEMU (TCG): the ivshmem server that
 # joins their NTB ports, the guests themselves, and the scan of their logs.
-# Needs: REPO, RUN (the run directory, shared with the guests as "out"), KIMAGE.
+# Needs: REPO, RUN (the run directory, shared with the guests as "out"), KIMAGE
+# (vm_prepare sets it).
 
 QEMU=${QEMU:-qemu-system-x86_64}
 VM_MEM=${VM_MEM:-2G}
@@ -12,6 +13,16 @@ IVS_VECTORS=${IVS_VECTORS:-4}
 
 _servers=()
 _qemus=()
+
+# vm_prepare FLAVOUR: installs what is missing, builds (or reuses) the guest
+# kernel FLAVOUR (debug, nodebug), then our modules and tools against it. Sets
+# KBUILD and KIMAGE.
+vm_prepare() {
+	"$REPO/selftests/vm/deps.sh" || return 1
+	KBUILD=$("$REPO/selftests/vm/kernel.sh" "$1") || return 1
+	KIMAGE=$KBUILD/arch/x86/boot/bzImage
+	make -s -C "$REPO" KDIR="$KBUILD" all
+}
 
 # vm_server NAME: starts an ivshmem server; its socket is $RUN/NAME.sock.
 vm_server() {
@@ -65,6 +76,20 @@ vm_start() {
 	eval "_qemu_$vm=$!"
 }
 
+# vm_start_pair: boots VMs a and b (one vCPU each, so that two VMs do not
+# oversubscribe the host) on the two ports of fabric "fabric", joined by virtio-net
+# over loopback.
+vm_start_pair() {
+	local netport
+	local VM_SMP=1
+	netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	vm_start a $(vm_ntb_port fabric 0) \
+		-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+	sleep 1
+	vm_start b $(vm_ntb_port fabric 0) \
+		-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+}
+
 # vm_pid VM: the QEMU process of VM.
 vm_pid() {
 	eval "echo \${_qemu_$1}"
@@ -104,4 +129,16 @@ vm_splats() {
 	done
 	grep -E -H "$SPLAT_RE" "$@"
 	[ $? = 1 ]
+}
+
+# vm_splat_context LOG...: the first splat of each log with the 40 lines after
+# it, so that a failed run's own output shows the trace.
+vm_splat_context() {
+	local f n
+	for f in "$@"; do
+		n=$(grep -n -m1 -E "$SPLAT_RE" "$f" 2>/dev/null | cut -d: -f1)
+		[ -n "$n" ] || continue
+		echo "first splat in $f:"
+		sed -n "$((n > 5 ? n - 5 : 1)),$((n + 40))p" "$f"
+	done
 }
