@@ -135,25 +135,32 @@ def main():
                     help='a reset or timeout is an outcome to report, not a failure')
     a = ap.parse_args()
     fam = socket.AF_INET6 if ':' in a.addr else socket.AF_INET
-    proto = 0
-    if a.smc:
-        # AF_SMC, SMCPROTO_SMC (IPv4) / SMCPROTO_SMC6
-        proto, fam = (1 if fam == socket.AF_INET6 else 0), 43
     if a.allow_reset:
         t0 = time.monotonic()
         try:
-            return run(a, fam, proto)
+            return run(a, fam)
         except (ConnectionResetError, BrokenPipeError, TimeoutError, socket.timeout) as e:
             print(json.dumps({'outcome': 'reset', 'error': type(e).__name__,
                               'secs': round(time.monotonic() - t0, 3)}), flush=True)
             sys.exit(0)
-    run(a, fam, proto)
+    run(a, fam)
 
 
-def run(a, fam, proto):
+def mksock(fam, smc):
+    """A TCP socket, or with smc a Linux SMC one (AF_SMC, SMCPROTO_SMC/SMC6).
+
+    Python cannot parse addresses of family AF_SMC, but AF_SMC takes INET
+    addresses: the fd is re-wrapped as an AF_INET(6) socket object."""
+    if not smc:
+        return socket.socket(fam, socket.SOCK_STREAM)
+    s = socket.socket(43, socket.SOCK_STREAM, 1 if fam == socket.AF_INET6 else 0)
+    return socket.socket(fam, socket.SOCK_STREAM, 0, fileno=s.detach())
+
+
+def run(a, fam):
     ok = True
     if a.role == 'server':
-        ls = socket.socket(fam, socket.SOCK_STREAM, proto)
+        ls = mksock(fam, a.smc)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if a.ulp:
             ls.setsockopt(SOL_TCP, TCP_ULP, b'ntbsmc')
@@ -170,7 +177,7 @@ def run(a, fam, proto):
             s.close()
     else:
         for i in range(a.conns):
-            s = socket.socket(fam, socket.SOCK_STREAM, proto)
+            s = mksock(fam, a.smc)
             if a.ulp:
                 s.setsockopt(SOL_TCP, TCP_ULP, b'ntbsmc')
             s.settimeout(120)
