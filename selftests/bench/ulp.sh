@@ -73,7 +73,7 @@ once_per_kernel unload_module ntbsmc
 barrier ntbsmc-unloaded
 
 # TCP over ntb_netdev
-once_per_kernel load_module ntb_transport
+once_per_kernel load_module ntb_transport max_num_clients=1	# see fabric/ntb_transport.sh
 once_per_kernel load_module ntb_netdev
 barrier netdev-loaded
 wait_for 30 "ntb_netdev interface" ntb_netdev_of "$NTB"
