@@ -33,8 +33,12 @@
  *
  * Link: each side publishes a heartbeat, a presence flag and its link-enable flag.
  * The link is up while both sides are present and enabled and the peer's heartbeat
- * advanced within link_timeout_ms; a side that unloads clears its flags and kicks
- * the peer, so a clean unload is seen at once and a dead VM within the timeout.
+ * advanced within link_timeout_ms. A side that unloads clears its flags and kicks
+ * the peer; when a VM goes away the ivshmem server does the same for it (as a
+ * switch reports the link of a host that powered off): both are seen at once. The
+ * heartbeat only catches a peer that stops without leaving (a hung VM); its
+ * timeout is long because under emulation a busy host deschedules a VM for
+ * hundreds of milliseconds.
  */
 
 #include <linux/module.h>
@@ -84,7 +88,9 @@ struct fabric_hdr {
 /*
  * One side's control block. Everything but spad[] is written only by the side that
  * owns the block; spad[] is also written by the peer (ntb_peer_spad_write), with
- * plain 32-bit stores, never read-modify-write.
+ * plain 32-bit stores, never read-modify-write. Once the owner's VM is gone the
+ * ivshmem server clears present and link_en and bumps event (the offsets are in
+ * selftests/vm/ivshmem-server.c).
  */
 struct side_ctrl {
 	__le32 present;		/* driver bound and serving */
@@ -99,6 +105,9 @@ struct side_ctrl {
 
 static_assert(sizeof(struct fabric_hdr) == 40);
 static_assert(sizeof(struct side_ctrl) <= CTRL_SIZE);
+static_assert(offsetof(struct side_ctrl, present) == 0 &&
+	      offsetof(struct side_ctrl, link_en) == 4 &&
+	      offsetof(struct side_ctrl, event) == 16);
 static_assert(CTRL_OFFSET + 2 * CTRL_SIZE <= (1 << 20));
 
 enum { PROFILE_DEFAULT, PROFILE_PEX8749 };
@@ -115,9 +124,9 @@ static unsigned int link_train_ms = 50;
 module_param(link_train_ms, uint, 0644);
 MODULE_PARM_DESC(link_train_ms, "Link comes up once both ends have been ready this long, like link training (default 50)");
 
-static unsigned int link_timeout_ms = 1000;
+static unsigned int link_timeout_ms = 5000;
 module_param(link_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(link_timeout_ms, "Link goes down when the peer's heartbeat stalls this long (100-60000, default 1000)");
+MODULE_PARM_DESC(link_timeout_ms, "Link goes down when the peer's heartbeat stalls this long: a hung peer (100-60000, default 5000)");
 
 struct ivs_limits {
 	unsigned int db_count;

@@ -26,6 +26,14 @@
  * gets the lowest free id; ids of clients that already hung up are freed first,
  * so a restarted QEMU gets its old id back.
  *
+ * Like an NTB switch, which reports a port's link down when the host behind it
+ * goes away, the server marks a departed client's control block absent: for ids
+ * 0 and 1 (the two ends of an ntb_hw_ivshmem link) it clears "present" and
+ * "link_en" at CTRL_OFFSET + id * CTRL_SIZE, bumps that block's "event" counter
+ * and rings vector 0 of every remaining client. Offsets are struct side_ctrl's in
+ * selftests/fabric/ntb_hw_ivshmem.c. The departed client is gone (its socket
+ * closed), so nobody else writes that block; a restarted one rewrites it.
+ *
  * QEMU 7.2 caveat (hw/misc/ivshmem.c): on "peer N left" close_peer_eventfds()
  * frees the peer's eventfd array, and a later "peer N joined" writes into the
  * freed array: a QEMU that sees a peer leave and come back under the same id
@@ -80,6 +88,13 @@
 #define HDR_OFF_PEERS		32
 #define HDR_OFF_VECTORS		36
 
+/* side_ctrl blocks of the two link ends (selftests/fabric/ntb_hw_ivshmem.c) */
+#define CTRL_OFFSET		0x1000
+#define CTRL_SIZE		0x1000
+#define CTRL_OFF_PRESENT	0
+#define CTRL_OFF_LINK_EN	4
+#define CTRL_OFF_EVENT		16
+
 #define EXIT_USAGE		2
 
 #define __printf(a, b)		__attribute__((format(printf, a, b)))
@@ -102,6 +117,7 @@ struct server {
 
 	int sig_fd;
 	int shm_fd;
+	uint8_t *ctrl;			/* the link ends' control blocks, mapped */
 	int listen_fd;
 	bool accept_paused;		/* out of fds/memory: stop accepting for a while */
 
@@ -289,6 +305,38 @@ static void log_drop(unsigned int id, int err)
 		pr_err("peer %u dropped: %s", id, strerror(err));
 }
 
+static bool peer_live(const struct peer *p)
+{
+	return p->sock >= 0 && !p->dead;
+}
+
+/*
+ * Peer @id left: its end of the link is down. Clears its presence in its control
+ * block and rings the others on vector 0, where the driver looks at link events.
+ */
+static void side_gone(struct server *s, unsigned int id)
+{
+	uint8_t *c = s->ctrl + CTRL_OFFSET + (size_t)id * CTRL_SIZE;
+	const uint64_t one = 1;
+	uint32_t ev;
+	unsigned int j;
+
+	if (!s->ctrl || id > 1)
+		return;
+	__atomic_store_n((uint32_t *)(c + CTRL_OFF_LINK_EN), 0, __ATOMIC_RELAXED);
+	__atomic_store_n((uint32_t *)(c + CTRL_OFF_PRESENT), 0, __ATOMIC_RELAXED);
+	ev = le32toh(__atomic_load_n((uint32_t *)(c + CTRL_OFF_EVENT), __ATOMIC_RELAXED));
+	__atomic_store_n((uint32_t *)(c + CTRL_OFF_EVENT), htole32(ev + 1), __ATOMIC_RELEASE);
+	for (j = 0; j < s->max_peers; j++) {
+		const struct peer *q = &s->peers[j];
+
+		/* a full eventfd counter already means "look": nothing lost */
+		if (peer_live(q) && q->efd[0] >= 0 &&
+		    write(q->efd[0], &one, sizeof(one)) < 0 && errno != EAGAIN)
+			pr_err("peer %u: cannot ring vector 0: %s", j, strerror(errno));
+	}
+}
+
 /*
  * Frees every peer marked dead and tells the remaining peers that it left. A peer
  * that cannot be told is marked dead in turn, so this loops until nothing changes.
@@ -308,6 +356,7 @@ static void reap_dead(struct server *s)
 				continue;
 			log_drop(id, p->err);
 			free_peer(s, p);
+			side_gone(s, id);
 			for (j = 0; j < s->max_peers; j++) {
 				struct peer *q = &s->peers[j];
 
@@ -323,10 +372,6 @@ static void reap_dead(struct server *s)
 	} while (again);
 }
 
-static bool peer_live(const struct peer *p)
-{
-	return p->sock >= 0 && !p->dead;
-}
 
 /* Everything a new client is told: version, its id, the shm, all peers' eventfds. */
 static int send_setup(struct server *s, unsigned int id)
@@ -652,6 +697,15 @@ static int create_shm(struct server *s)
 	if (munmap(hdr, HDR_MAP_SIZE)) {
 		pr_err("munmap: %s", strerror(errno));
 		return -1;
+	}
+	if (s->max_peers >= 2 && s->shm_size >= CTRL_OFFSET + 2 * CTRL_SIZE) {
+		s->ctrl = mmap(NULL, CTRL_OFFSET + 2 * CTRL_SIZE, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, s->shm_fd, 0);
+		if (s->ctrl == MAP_FAILED) {
+			pr_err("cannot map %s: %s", s->shm_path, strerror(errno));
+			s->ctrl = NULL;
+			return -1;
+		}
 	}
 	return 0;
 }
