@@ -14,7 +14,8 @@ esac
 ulp_wait_active
 port=6000
 # xfer_case NAME SERVER_OPTS CLIENT_OPTS MODE SERVER_REASON CLIENT_REASON
-# Host a serves, host b connects; "-6" in CLIENT_OPTS runs it over IPv6.
+# Host a serves, host b connects; "-6" in CLIENT_OPTS runs it over IPv6; with
+# RUNNER set both programs run under it.
 xfer_case() {
 	local name=$1 sopts=$2 copts=$3 mode=$4 reason out my=$MY_IP peer=$PEER_IP
 	port=$((port + 1))
@@ -22,7 +23,7 @@ xfer_case() {
 	case " $copts " in *" -6 "*) my=$MY_IP6 peer=$PEER_IP6 copts=${copts/-6/} ;; esac
 	if [ "$ROLE" = a ]; then
 		# shellcheck disable=SC2086
-		inns python3 "$XFER" server "$my" $port $sopts >"$WORK/$name.json" &
+		inns ${RUNNER:-} python3 "$XFER" server "$my" $port $sopts >"$WORK/$name.json" &
 		local srv=$!
 		wait_for 90 "server on $port" listening $port
 		barrier "$name-listening"
@@ -30,7 +31,7 @@ xfer_case() {
 	else
 		barrier "$name-listening"
 		# shellcheck disable=SC2086
-		inns python3 "$XFER" client "$peer" $port $copts >"$WORK/$name.json" ||
+		inns ${RUNNER:-} python3 "$XFER" client "$peer" $port $copts >"$WORK/$name.json" ||
 			fail "$name: client failed: $(cat "$WORK/$name.json")"
 	fi
 	out=$(tail -1 "$WORK/$name.json")
@@ -54,5 +55,7 @@ xfer_case bidir "--ulp" "--ulp --bytes 8388608 --both --write-size 4000" ntb non
 xfer_case ipv6 "--ulp" "--ulp -6 --bytes 1048576" ntb none none
 xfer_case server_plain "" "--ulp --bytes 100000" tcp no_ulp peer_no_offer
 xfer_case client_plain "--ulp" "--bytes 100000" tcp peer_no_offer no_ulp
+# Programs that do not set the ULP themselves, under ntbsmc_run: NTB, both ways.
+RUNNER="$REPO/netlink-tool/ntbsmc_run" xfer_case preload "" "--bytes 1048576 --both" ntb none none
 barrier done
 checked
