@@ -248,7 +248,7 @@ static int clc_finish(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, int rc)
 		return rc;
 	}
 	ntbsmc_conn_established(conn);
-	ctx->conn = conn;
+	smp_store_release(&ctx->conn, conn);	/* the dump reads it without the socket lock */
 	return 0;
 }
 

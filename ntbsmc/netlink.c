@@ -3,6 +3,7 @@
 
 #include <net/genetlink.h>
 #include <net/net_namespace.h>
+#include <net/inet_sock.h>
 #include <linux/proc_ns.h>
 #include "ntbsmc.h"
 
@@ -108,6 +109,110 @@ static int dump_devs(struct sk_buff *skb, struct netlink_callback *cb, u8 cmd,
 		genlmsg_end(skb, hdr);
 	}
 	mutex_unlock(&ntbsmc_devs_lock);
+	cb->args[0] = i;
+	return skb->len;
+}
+
+static int put_addr(struct sk_buff *skb, int type, const struct sock *sk, bool local)
+{
+	const struct inet_sock *inet = inet_sk(sk);
+
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6)
+		return nla_put_in6_addr(skb, type, local ? &sk->sk_v6_rcv_saddr :
+							   &sk->sk_v6_daddr);
+#endif
+	return nla_put_in_addr(skb, type, local ? inet->inet_rcv_saddr : inet->inet_daddr);
+}
+
+/* The NTB side of a connection; it stays allocated while the caller holds
+ * ntbsmc_socks_lock (see ctx_take_conn()). */
+static int put_conn_ntb(struct sk_buff *skb, const struct ntbsmc_conn *conn)
+{
+	u64 tx = READ_ONCE(conn->tx_bytes);
+
+	if (nla_put_u32(skb, NTBSMC_CONN_LGR_ID, conn->dev->lgr_id) ||
+	    nla_put_string(skb, NTBSMC_CONN_DEV, conn->dev->name) ||
+	    nla_put_u32(skb, NTBSMC_CONN_RMB_SIZE, conn->rmb_size) ||
+	    nla_put_u32(skb, NTBSMC_CONN_PEER_RMB_SIZE, conn->peer_rmb_size) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_TX_PROD, READ_ONCE(conn->tx_prod),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_TX_CONS, READ_ONCE(conn->peer_cons),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_RX_PROD, READ_ONCE(conn->peer_prod),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_RX_CONS, READ_ONCE(conn->rx_cons),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_TX_BYTES, tx, NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_RX_BYTES, READ_ONCE(conn->rx_bytes),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_CPU_BYTES, tx, NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_DMA_BYTES, 0, NTBSMC_CONN_PAD))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int put_conn(struct sk_buff *skb, struct user_namespace *uns,
+		    struct ntbsmc_sock *ctx)
+{
+	struct sock *sk = ctx->sk;
+	u8 state = READ_ONCE(sk->sk_state);
+	struct ntbsmc_conn *conn = READ_ONCE(ctx->conn);
+	u32 mode = state == TCP_LISTEN ? NTBSMC_MODE_LISTEN : READ_ONCE(ctx->mode);
+	struct nlattr *nest;
+
+	nest = nla_nest_start(skb, NTBSMC_A_CONN);
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put_u8(skb, NTBSMC_CONN_FAMILY, sk->sk_family) ||
+	    nla_put_u8(skb, NTBSMC_CONN_STATE, state) ||
+	    nla_put_u8(skb, NTBSMC_CONN_CLIENT, ctx->client) ||
+	    put_addr(skb, NTBSMC_CONN_LOCAL_ADDR, sk, true) ||
+	    nla_put_u16(skb, NTBSMC_CONN_LOCAL_PORT, ntohs(inet_sk(sk)->inet_sport)) ||
+	    put_addr(skb, NTBSMC_CONN_PEER_ADDR, sk, false) ||
+	    nla_put_u16(skb, NTBSMC_CONN_PEER_PORT, ntohs(inet_sk(sk)->inet_dport)) ||
+	    nla_put_u32(skb, NTBSMC_CONN_MODE, mode) ||
+	    nla_put_u32(skb, NTBSMC_CONN_REASON, READ_ONCE(ctx->reason)) ||
+	    nla_put_u32(skb, NTBSMC_CONN_PEER_REASON, READ_ONCE(ctx->peer_reason)) ||
+	    nla_put_u32(skb, NTBSMC_CONN_UID, from_kuid_munged(uns, sock_i_uid(sk))) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_INODE, sock_i_ino(sk), NTBSMC_CONN_PAD) ||
+	    (mode == NTBSMC_MODE_NTB && conn && put_conn_ntb(skb, conn))) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/*
+ * Dumps the ULP's sockets of the caller's namespace, as ss would show them to
+ * the caller: no privilege needed. cb->args[0] counts the ones already sent.
+ */
+static int ntbsmc_nl_conn_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct user_namespace *uns = sk_user_ns(NETLINK_CB(cb->skb).sk);
+	struct net *net = sock_net(skb->sk);
+	long i = 0, skip = cb->args[0];
+	struct ntbsmc_sock *ctx;
+	void *hdr;
+
+	spin_lock_bh(&ntbsmc_socks_lock);
+	list_for_each_entry(ctx, &ntbsmc_socks, node) {
+		if (!net_eq(sock_net(ctx->sk), net))
+			continue;
+		if (i++ < skip)
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+				  &ntbsmc_genl, NLM_F_MULTI, NTBSMC_CMD_CONN_GET);
+		if (!hdr || put_conn(skb, uns, ctx)) {
+			if (hdr)
+				genlmsg_cancel(skb, hdr);
+			i--;
+			break;
+		}
+		genlmsg_end(skb, hdr);
+	}
+	spin_unlock_bh(&ntbsmc_socks_lock);
 	cb->args[0] = i;
 	return skb->len;
 }
@@ -231,6 +336,10 @@ static const struct genl_small_ops ntbsmc_genl_ops[] = {
 	{
 		.cmd	= NTBSMC_CMD_LGR_GET,
 		.dumpit	= ntbsmc_nl_lgr_dump,
+	},
+	{
+		.cmd	= NTBSMC_CMD_CONN_GET,
+		.dumpit	= ntbsmc_nl_conn_dump,
 	},
 	{
 		.cmd	= NTBSMC_CMD_STATS_GET,

@@ -209,8 +209,13 @@ struct ntbsmc_sock {
 	struct work_struct hs_work;
 	wait_queue_head_t hs_wq;	/* handshake worker waits for TCP here */
 
-	struct ntbsmc_conn *conn;	/* NTB mode */
+	struct ntbsmc_conn *conn;	/* NTB mode; freed after an RCU grace period */
+	struct list_head node;		/* in ntbsmc_socks */
 };
+
+/* Every socket with the ULP, for the connection dump. */
+extern struct list_head ntbsmc_socks;
+extern spinlock_t ntbsmc_socks_lock;
 
 int ntbsmc_ulp_init(void);
 void ntbsmc_ulp_exit(void);

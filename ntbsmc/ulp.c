@@ -31,6 +31,9 @@ static const struct proto *saved_tcpv6_prot;
 static DEFINE_MUTEX(ntbsmc_prot_lock);
 static struct workqueue_struct *ntbsmc_wq;
 
+LIST_HEAD(ntbsmc_socks);
+DEFINE_SPINLOCK(ntbsmc_socks_lock);	/* _bh: children are listed from softirq */
+
 static struct ntbsmc_sock *ntbsmc_ctx(const struct sock *sk)
 {
 	return (__force struct ntbsmc_sock *)inet_csk(sk)->icsk_ulp_data;
@@ -116,7 +119,30 @@ static struct ntbsmc_sock *ctx_alloc(struct sock *sk, gfp_t gfp)
 	ctx->mode = NTBSMC_MODE_HANDSHAKE;
 	init_waitqueue_head(&ctx->hs_wq);
 	INIT_WORK(&ctx->hs_work, ntbsmc_hs_work);
+	INIT_LIST_HEAD(&ctx->node);
 	return ctx;
+}
+
+static void ctx_list(struct ntbsmc_sock *ctx)
+{
+	spin_lock_bh(&ntbsmc_socks_lock);
+	list_add_tail(&ctx->node, &ntbsmc_socks);
+	spin_unlock_bh(&ntbsmc_socks_lock);
+}
+
+/*
+ * Takes the connection from the socket before releasing it: the dump, which
+ * finds it under ntbsmc_socks_lock (an RCU read side), then never sees it freed.
+ */
+static struct ntbsmc_conn *ctx_take_conn(struct ntbsmc_sock *ctx)
+{
+	struct ntbsmc_conn *conn;
+
+	spin_lock_bh(&ntbsmc_socks_lock);
+	conn = ctx->conn;
+	WRITE_ONCE(ctx->conn, NULL);
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	return conn;
 }
 
 /* ---- mode switches ---- */
@@ -230,6 +256,7 @@ static int ntbsmc_ulp_init_sk(struct sock *sk)
 	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_ACTIVE]);
 	WRITE_ONCE(sk->sk_socket->ops, &ntbsmc_proto_ops[sk_fam(sk)]);
 	tcp_sk(sk)->syn_smc = READ_ONCE(nn->enabled);
+	ctx_list(ctx);
 	return 0;
 }
 
@@ -261,6 +288,7 @@ static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
 	ctx->hs_start = jiffies;
 	ctx_hook(ctx, newsk);
 	rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, ctx);
+	ctx_list(ctx);
 	refcount_inc(&ctx->ref);	/* put by hs_work */
 	sock_hold(newsk);		/* put by hs_work */
 	queue_work(ntbsmc_wq, &ctx->hs_work);
@@ -270,14 +298,17 @@ static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
 static void ntbsmc_ulp_release(struct sock *sk)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	struct ntbsmc_conn *conn;
 
 	if (!ctx)
 		return;
-	if (ctx->conn) {
-		/* Never closed through close(), e.g. a child nobody accepted. */
-		ntbsmc_conn_release(ctx->conn, true);
-		ctx->conn = NULL;
-	}
+	spin_lock_bh(&ntbsmc_socks_lock);
+	list_del(&ctx->node);
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	conn = ctx_take_conn(ctx);
+	/* Never closed through close(), e.g. a child nobody accepted. */
+	if (conn)
+		ntbsmc_conn_release(conn, true);
 	/* The rest of the destruction must not use our tables: the module
 	 * reference goes with this ULP. */
 	WRITE_ONCE(sk->sk_prot, ctx->sk_proto);
@@ -451,13 +482,12 @@ static void ntbsmc_close(struct sock *sk, long timeout)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
 	struct proto *tcp = ctx->sk_proto;
+	struct ntbsmc_conn *conn;
 
 	lock_sock(sk);
-	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB && ctx->conn) {
-		ntbsmc_conn_release(ctx->conn, sock_flag(sk, SOCK_LINGER) &&
-					       !sk->sk_lingertime);
-		ctx->conn = NULL;
-	}
+	conn = ctx_take_conn(ctx);
+	if (conn)
+		ntbsmc_conn_release(conn, sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime);
 	/* From here on the socket is TCP's, tables included (like kTLS); the
 	 * context is freed by ->release(). */
 	WRITE_ONCE(sk->sk_prot, tcp);

@@ -231,6 +231,67 @@ enum ntbsmc_lgr_attr {
 #define NTBSMC_LGR_MAX (__NTBSMC_LGR_MAX - 1)
 
 /**
+ * enum ntbsmc_conn_attr - a socket with the ntbsmc ULP (in %NTBSMC_A_CONN), as
+ *	CONN_GET dumps them: every such socket of the caller's namespace, listeners
+ *	and fallen-back connections included, like ss shows sockets
+ * @NTBSMC_CONN_FAMILY: u8, AF_INET or AF_INET6
+ * @NTBSMC_CONN_STATE: u8, TCP state (TCP_ESTABLISHED, TCP_LISTEN, ...)
+ * @NTBSMC_CONN_CLIENT: u8, 1 if this end connected, 0 if it was accepted/listens
+ * @NTBSMC_CONN_LOCAL_ADDR: binary, 4 or 16 bytes, network order
+ * @NTBSMC_CONN_LOCAL_PORT: u16, host order
+ * @NTBSMC_CONN_PEER_ADDR: binary, 4 or 16 bytes, network order
+ * @NTBSMC_CONN_PEER_PORT: u16, host order
+ * @NTBSMC_CONN_MODE: u32, enum ntbsmc_mode
+ * @NTBSMC_CONN_REASON: u32, enum ntbsmc_reason (mode TCP)
+ * @NTBSMC_CONN_PEER_REASON: u32, enum ntbsmc_reason the peer gave (reason DECLINED)
+ * @NTBSMC_CONN_UID: u32, owner of the socket, in the caller's user namespace
+ * @NTBSMC_CONN_INODE: u64, the socket's inode number (as ss -e shows it)
+ * @NTBSMC_CONN_LGR_ID: u32, link group (NTB mode only, like all below)
+ * @NTBSMC_CONN_DEV: string, NTB device the link group runs on
+ * @NTBSMC_CONN_RMB_SIZE: u32, bytes of our receive buffer
+ * @NTBSMC_CONN_PEER_RMB_SIZE: u32, bytes of the peer's receive buffer
+ * @NTBSMC_CONN_TX_PROD: u64, our producer cursor (bytes written to the peer)
+ * @NTBSMC_CONN_TX_CONS: u64, the peer's consumer cursor (bytes it has read)
+ * @NTBSMC_CONN_RX_PROD: u64, the peer's producer cursor (bytes it wrote to us)
+ * @NTBSMC_CONN_RX_CONS: u64, our consumer cursor (bytes we have read)
+ * @NTBSMC_CONN_TX_BYTES: u64, payload bytes sent over NTB
+ * @NTBSMC_CONN_RX_BYTES: u64, payload bytes received over NTB
+ * @NTBSMC_CONN_CPU_BYTES: u64, of @NTBSMC_CONN_TX_BYTES, copied by the CPU
+ * @NTBSMC_CONN_DMA_BYTES: u64, of @NTBSMC_CONN_TX_BYTES, moved by DMA
+ */
+enum ntbsmc_conn_attr {
+	NTBSMC_CONN_UNSPEC,
+	NTBSMC_CONN_FAMILY,
+	NTBSMC_CONN_STATE,
+	NTBSMC_CONN_CLIENT,
+	NTBSMC_CONN_LOCAL_ADDR,
+	NTBSMC_CONN_LOCAL_PORT,
+	NTBSMC_CONN_PEER_ADDR,
+	NTBSMC_CONN_PEER_PORT,
+	NTBSMC_CONN_MODE,
+	NTBSMC_CONN_REASON,
+	NTBSMC_CONN_PEER_REASON,
+	NTBSMC_CONN_UID,
+	NTBSMC_CONN_INODE,
+	NTBSMC_CONN_LGR_ID,
+	NTBSMC_CONN_DEV,
+	NTBSMC_CONN_RMB_SIZE,
+	NTBSMC_CONN_PEER_RMB_SIZE,
+	NTBSMC_CONN_TX_PROD,
+	NTBSMC_CONN_TX_CONS,
+	NTBSMC_CONN_RX_PROD,
+	NTBSMC_CONN_RX_CONS,
+	NTBSMC_CONN_TX_BYTES,
+	NTBSMC_CONN_RX_BYTES,
+	NTBSMC_CONN_CPU_BYTES,
+	NTBSMC_CONN_DMA_BYTES,
+	NTBSMC_CONN_PAD,
+
+	__NTBSMC_CONN_MAX
+};
+#define NTBSMC_CONN_MAX (__NTBSMC_CONN_MAX - 1)
+
+/**
  * enum ntbsmc_stats_attr - counters of a namespace (in %NTBSMC_A_STATS), u64 each
  * @NTBSMC_STATS_CONN_NTB: connections that ran over NTB
  * @NTBSMC_STATS_CONN_TCP: connections that fell back to TCP
