@@ -259,9 +259,10 @@ static int conn_update(struct ntbsmc_conn *conn)
 	if (!rc && (conn->peer_flags & NTBSMC_F_ABORT))
 		rc = -ECONNRESET;
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (rc == -EPROTO)
+	if (rc == -EPROTO) {
 		ntbsmc_conn_abort(conn, "invalid cursor or flags from the peer");
-	else if (rc == -ECONNRESET && !conn->err)
+		rc = -ECONNRESET;	/* what the application sees, as from TCP */
+	} else if (rc == -ECONNRESET && !conn->err)
 		ntbsmc_conn_abort(conn, "reset by the peer");
 	return rc;
 }

@@ -174,7 +174,9 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 		if (rc == -EPROTO)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_HS_ERR, 1);
 		ctx->reason = rc == -ETIMEDOUT ? NTBSMC_REASON_TIMEOUT : NTBSMC_REASON_PROTOCOL;
-		tcp_abort(sk, -rc);
+		/* The application sees a reset (or a timeout), never EPROTO:
+		 * NTBSMC_INFO tells it why. */
+		tcp_abort(sk, rc == -ETIMEDOUT ? ETIMEDOUT : ECONNRESET);
 		rc = ctx->reason;
 	}
 	ctx_unhook(ctx, sk);
