@@ -158,7 +158,7 @@ twovm_boot() {
 	done
 	if [ -e "$RUN/sync/b.dying" ]; then
 		t0=$(date +%s%N)
-		kill -KILL "$(vm_pid b)"
+		vm_kill b
 		killed=b
 		while [ ! -e "$RUN/sync/twovm-peer_death/a.down" ] &&
 		      [ $(($(date +%s%N) - t0)) -lt 30000000000 ]; do

@@ -60,13 +60,13 @@ vm_start() {
 	local mhz
 	mhz=$(awk -F': *' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)
 	[ -n "$mhz" ] && append+=" tsc_early_khz=$(awk -v m="$mhz" 'BEGIN { printf "%d", m * 1000 }')"
-	rm -f "$RUN/rc.$vm"
+	rm -f "$RUN/rc.$vm" "$RUN/qemu.$vm.pid"
 	# No 5-level paging: with it (TCG's "max" CPU offers LA57), an interrupt
 	# during identify_cpu() at boot trips KASAN (wild-memory-access in
 	# do_raw_spin_lock from handle_edge_irq) in about one boot of six.
 	# shellcheck disable=SC2068
 	timeout -s KILL "$VM_TIMEOUT" "$QEMU" -M pc -cpu max,la57=off -smp "$VM_SMP" -m "$VM_MEM" \
-		-nodefaults -display none -no-reboot \
+		-nodefaults -display none -no-reboot -pidfile "$RUN/qemu.$vm.pid" \
 		-kernel "$KIMAGE" -append "$append" \
 		-serial "file:$RUN/console.$vm.log" \
 		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
@@ -93,9 +93,19 @@ vm_start_pair() {
 		-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
 }
 
-# vm_pid VM: the QEMU process of VM.
+# vm_pid VM: the process that runs VM (timeout(1) around QEMU: it ends with QEMU).
 vm_pid() {
 	eval "echo \${_qemu_$1}"
+}
+
+# vm_kill VM: kills VM's QEMU itself, like pulling the plug (killing the
+# timeout(1) around it would leave QEMU running).
+vm_kill() {
+	local pid
+	pid=$(cat "$RUN/qemu.$1.pid" 2>/dev/null) || return 1
+	# only that QEMU: a stale pid file may name a recycled pid
+	grep -aq -- "$RUN/console.$1.log" "/proc/$pid/cmdline" 2>/dev/null &&
+		kill -KILL "$pid"
 }
 
 # vm_wait VM...: waits for the guests to end.
@@ -108,6 +118,11 @@ vm_wait() {
 
 vm_cleanup() {
 	local p
+	for p in "$RUN"/qemu.*.pid; do
+		[ -e "$p" ] || continue
+		p=${p##*/qemu.}
+		vm_kill "${p%.pid}"
+	done
 	for p in "${_qemus[@]}" "${_servers[@]}"; do
 		kill "$p" 2>/dev/null
 	done
