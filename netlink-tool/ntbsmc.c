@@ -23,6 +23,7 @@
 #define NETNS_RUN_DIR "/run/netns"
 
 static const char *opt_netns;
+bool show_details;
 
 int fail(int code, const char *fmt, ...)
 {
@@ -143,15 +144,18 @@ static int netns_enter(const char *name)
 	}
 }
 
+int session_netns(void)
+{
+	return opt_netns ? netns_enter(opt_netns) : EXIT_OK;
+}
+
 int session_start(void)
 {
 	int rc;
 
-	if (opt_netns) {
-		rc = netns_enter(opt_netns);
-		if (rc)
-			return rc;
-	}
+	rc = session_netns();
+	if (rc)
+		return rc;
 	return kern_open();
 }
 
@@ -161,9 +165,10 @@ static void usage_options(FILE *f)
 		"Usage: ntbsmc [OPTIONS] OBJECT { COMMAND | help }\n"
 		"       ntbsmc -V | --version\n"
 		"       ntbsmc -h | --help | help\n"
-		"where  OBJECT := { dev | linkgroup | stats }\n"
+		"where  OBJECT := { dev | linkgroup | conn | stats | check }\n"
 		"       OPTIONS := { -j | --json    output JSON\n"
 		"                    -p | --pretty  pretty-print JSON\n"
+		"                    -d | --details more details (conn show)\n"
 		"                    -n | --netns NETNS  run in network namespace NETNS\n"
 		"                    -V | --version -h | --help }\n");
 }
@@ -174,18 +179,22 @@ static void usage(FILE *f)
 	fputc('\n', f);
 	usage_dev(f);
 	usage_lgr(f);
+	usage_conn(f);
 	usage_stats(f);
+	usage_check(f);
 	fprintf(f, "\nObjects and commands may be abbreviated (\"ntbsmc d s\").\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 module not loaded,\n"
-		"            4 permission denied, 5 no such device.\n");
+		"            4 permission denied, 5 no such device, 6 check could not connect.\n");
 }
 
-enum { OBJ_DEV, OBJ_LGR, OBJ_STATS, OBJ_HELP };
+enum { OBJ_DEV, OBJ_LGR, OBJ_CONN, OBJ_STATS, OBJ_CHECK, OBJ_HELP };
 
 static const struct keyword objects[] = {
 	[OBJ_DEV]	= { "dev", "device", false },
 	[OBJ_LGR]	= { "linkgroup", "lgr", false },
+	[OBJ_CONN]	= { "conn", "connection", false },
 	[OBJ_STATS]	= { "stats", "statistics", false },
+	[OBJ_CHECK]	= { "check", NULL, false },
 	[OBJ_HELP]	= { "help", NULL, false },
 };
 
@@ -204,8 +213,12 @@ static int dispatch(int argc, char **argv)
 		return do_dev(argc - 1, argv + 1);
 	case OBJ_LGR:
 		return do_lgr(argc - 1, argv + 1);
+	case OBJ_CONN:
+		return do_conn(argc - 1, argv + 1);
 	case OBJ_STATS:
 		return do_stats(argc - 1, argv + 1);
+	case OBJ_CHECK:
+		return do_check(argc - 1, argv + 1);
 	case OBJ_HELP:
 		if (argc > 1)
 			return usage_error(NULL, "unexpected argument \"%s\"", argv[1]);
@@ -219,6 +232,7 @@ static int dispatch(int argc, char **argv)
 static const struct option long_options[] = {
 	{ "json",	no_argument,		NULL, 'j' },
 	{ "pretty",	no_argument,		NULL, 'p' },
+	{ "details",	no_argument,		NULL, 'd' },
 	{ "netns",	required_argument,	NULL, 'n' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -235,13 +249,16 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	/* '+': options come before the object, like ip(8); ':': report missing values. */
-	while ((c = getopt_long(argc, argv, "+:jpn:Vh", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:jpdn:Vh", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 'p':
 			pretty = true;
+			break;
+		case 'd':
+			show_details = true;
 			break;
 		case 'n':
 			opt_netns = optarg;

@@ -29,6 +29,11 @@ void print_init(FILE *f, bool as_json, bool as_pretty)
 	depth = 0;
 }
 
+void print_set_output(FILE *f)
+{
+	out = f;
+}
+
 bool print_json(void)
 {
 	return json;

@@ -20,6 +20,8 @@ enum print_type {
 };
 
 void print_init(FILE *out, bool json, bool pretty);
+/* Writes to OUT from now on: for a command that must not hold its output back. */
+void print_set_output(FILE *out);
 bool print_json(void);
 
 /* Objects and arrays exist in JSON only; KEY is NULL inside an array or at top level. */

@@ -31,21 +31,6 @@ static const struct nla_policy reason_policy[REASON_ATTR_MAX + 1] = {
 	[1 ... REASON_ATTR_MAX]		= { .type = NLA_U64 },
 };
 
-static const char *const reason_names[__NTBSMC_REASON_MAX] = {
-	[NTBSMC_REASON_NONE]		= "none",
-	[NTBSMC_REASON_PEER_NO_OFFER]	= "peer_no_offer",
-	[NTBSMC_REASON_PEER_SMC]	= "peer_smc",
-	[NTBSMC_REASON_NO_FABRIC]	= "no_fabric",
-	[NTBSMC_REASON_LINK_DOWN]	= "link_down",
-	[NTBSMC_REASON_NO_BUFFER]	= "no_buffer",
-	[NTBSMC_REASON_NO_MEMORY]	= "no_memory",
-	[NTBSMC_REASON_VERSION]		= "version",
-	[NTBSMC_REASON_TIMEOUT]		= "timeout",
-	[NTBSMC_REASON_DECLINED]	= "declined",
-	[NTBSMC_REASON_DISABLED]	= "disabled",
-	[NTBSMC_REASON_PROTOCOL]	= "protocol",
-};
-
 /* Counters in output order: JSON key, text section and label. */
 static const struct {
 	int attr;
@@ -82,6 +67,7 @@ static int print_reasons(const char *key, const char *title, struct nlattr *nest
 	struct nlattr *r[REASON_ATTR_MAX + 1];
 	unsigned int shown = 0;
 	char name[32], fmt[64];
+	const char *rname;
 	int type;
 
 	print_fp("Fallbacks to TCP, %s\n", title);
@@ -96,21 +82,18 @@ static int print_reasons(const char *key, const char *title, struct nlattr *nest
 	for (type = 1; type <= REASON_ATTR_MAX; type++) {
 		int reason = type - 1;
 		uint64_t v = r[type] ? nla_get_u64(r[type]) : 0;
-		bool known = reason < __NTBSMC_REASON_MAX && reason_names[reason];
+		bool known = reason_known(reason);
 		enum print_type t = v ? PRINT_ANY : PRINT_JSON;
 
 		/* "none" is no fallback: it would only count a module bug. */
 		if (!v && (!known || reason == NTBSMC_REASON_NONE))
 			continue;
-		if (known)
-			snprintf(name, sizeof(name), "%s", reason_names[reason]);
-		else
-			snprintf(name, sizeof(name), "reason_%d", reason);
-		snprintf(fmt, sizeof(fmt), TEXT_ROW, name);
+		rname = reason_name(reason, name, sizeof(name));
+		snprintf(fmt, sizeof(fmt), TEXT_ROW, rname);
 		if (r[type])
-			print_u64(t, name, fmt, v);
+			print_u64(t, rname, fmt, v);
 		else
-			print_null(PRINT_JSON, name, NULL);
+			print_null(PRINT_JSON, rname, NULL);
 		shown += !!v;
 	}
 	print_close_object();

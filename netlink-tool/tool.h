@@ -11,6 +11,8 @@
 
 #include "print.h"
 
+#define ARRAY_SIZE(a)	((int)(sizeof(a) / sizeof((a)[0])))
+
 /* Exit codes (documented in ntbsmc.8). */
 enum {
 	EXIT_OK		= 0,
@@ -19,7 +21,11 @@ enum {
 	EXIT_NOMODULE	= 3,	/* generic netlink family "ntbsmc" not found */
 	EXIT_PERM	= 4,	/* EPERM/EACCES */
 	EXIT_NODEV	= 5,	/* no such device (or link group) */
+	EXIT_CONNECT	= 6,	/* check: cannot resolve, connect or listen */
 };
+
+/* -d: more details, where a command has them (conn show). */
+extern bool show_details;
 
 /* Prints "Error: <message>" on stderr and returns CODE. */
 int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -47,6 +53,8 @@ bool is_help(const char *word);
 
 /* Network namespaces: NAME is an "ip netns" name, or a path when it holds a '/'. */
 int netns_open(const char *name, int *fd);
+/* Enters the -n namespace (if any). */
+int session_netns(void);
 /* Enters the -n namespace (if any) and connects to the kernel module. */
 int session_start(void);
 
@@ -54,9 +62,23 @@ int session_start(void);
 int do_dev(int argc, char **argv);
 int do_lgr(int argc, char **argv);
 int do_stats(int argc, char **argv);
+int do_conn(int argc, char **argv);
+int do_check(int argc, char **argv);
 void usage_dev(FILE *f);
 void usage_lgr(FILE *f);
 void usage_stats(FILE *f);
+void usage_conn(FILE *f);
+void usage_check(FILE *f);
+
+/* ---- names of the module's values (names.c); unknown ones get BUF ---- */
+
+/* "handshake", "ntb", "tcp", "listen"; else "unknown(N)". */
+const char *mode_name(unsigned int mode, char *buf, size_t size);
+/* "peer_no_offer", ...; else "reason_N". */
+const char *reason_name(unsigned int reason, char *buf, size_t size);
+bool reason_known(unsigned int reason);
+/* TCP state as ss(8) prints it ("ESTAB", "LISTEN", ...); else "UNKNOWN(N)". */
+const char *tcp_state_name(unsigned int state, char *buf, size_t size);
 
 /* ---- talking to the kernel module (nl.c) ---- */
 

@@ -3,21 +3,25 @@
 
 /*
  * Linked into tests/ntbsmc-fake only. The scenario comes from $NTBSMC_FAKE:
- *   normal      two devices (dump split over two reads), one link group, counters
- *   empty       no devices or link groups, all counters zero
+ *   normal      two devices (dump split over two reads), one link group, counters,
+ *               six sockets (dump split over two reads; see conns[] below)
+ *   empty       no devices, link groups or sockets, all counters zero
  *   nomodule    the generic netlink controller does not know "ntbsmc"
  *   eperm       changes fail with EPERM
  *   enodev      dev set fails with ENODEV and an extended ack message
  *   eopnotsupp  every ntbsmc command fails with EOPNOTSUPP
  *   missing     records without most attributes
- *   malformed   a device whose fabric id is 8 bytes
+ *   malformed   a device whose fabric id is 8 bytes, a socket whose address is 5
  *   dumperr     the device dump ends with -EIO and an extended ack message
  *   warn        dev set succeeds with an extended ack warning
- *   unknown     values this tool version does not know (state 7, reason 20)
+ *   unknown     values this tool version does not know (state 7, reason 20; a socket
+ *               in TCP state 13, mode 9, reason 20 declined for reason 21)
  * Each request is logged to $NTBSMC_FAKE_LOG (if set): "cmd=N flags=... attrs".
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +232,107 @@ static void stats_get(const struct nlmsghdr *req)
 	queue_error(req, 0, NULL);
 }
 
+/* The NTB side of a connection: only connections over NTB report it. */
+struct fake_ntb {
+	unsigned int lgr_id;
+	const char *dev;
+	unsigned int rmb, peer_rmb;
+	unsigned long long tx_prod, tx_cons, rx_prod, rx_cons, tx, rx, cpu, dma;
+};
+
+static const struct fake_ntb ntb_client = {
+	3, "ntb0", 65536, 131072, 1048576, 1040384, 4096, 4096, 1048576, 4096, 786432, 262144
+};
+static const struct fake_ntb ntb_server = {
+	3, "ntb0", 131072, 65536, 4096, 4096, 1048576, 1040384, 4096, 1048576, 4096, 0
+};
+
+/* The sockets CONN_GET reports, one of each kind; tests/run.sh expects exactly these. */
+static const struct fake_conn {
+	int family, state, client;
+	const char *laddr, *paddr;
+	int lport, pport;
+	unsigned int mode, reason, peer_reason, uid;
+	unsigned long long inode;
+	const struct fake_ntb *ntb;
+} conns[] = {
+	{ AF_INET, TCP_ESTABLISHED, 1, "10.0.0.1", "10.0.0.2", 40000, 5000, NTBSMC_MODE_NTB,
+	  NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 1000, 40001, &ntb_client },
+	{ AF_INET6, TCP_ESTABLISHED, 0, "fd00::1", "fd00::2", 5000, 40001, NTBSMC_MODE_NTB,
+	  NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 0, 40002, &ntb_server },
+	{ AF_INET, TCP_ESTABLISHED, 1, "10.0.0.1", "10.0.0.3", 40002, 5001, NTBSMC_MODE_TCP,
+	  NTBSMC_REASON_DECLINED, NTBSMC_REASON_NO_BUFFER, 1000, 40003, NULL },
+	{ AF_INET, TCP_CLOSE_WAIT, 0, "10.0.0.1", "192.168.1.7", 5000, 51234, NTBSMC_MODE_TCP,
+	  NTBSMC_REASON_PEER_NO_OFFER, NTBSMC_REASON_NONE, 0, 40004, NULL },
+	{ AF_INET6, TCP_LISTEN, 0, "::", "::", 5000, 0, NTBSMC_MODE_LISTEN, NTBSMC_REASON_NONE,
+	  NTBSMC_REASON_NONE, 0, 40005, NULL },
+	{ AF_INET, TCP_ESTABLISHED, 1, "10.0.0.1", "10.0.0.2", 40003, 5000,
+	  NTBSMC_MODE_HANDSHAKE, NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 1000, 40006, NULL },
+};
+
+static void put_in_addr(struct nl_msg *msg, int type, int family, const char *text)
+{
+	unsigned char addr[16];
+
+	inet_pton(family, text, addr);
+	nla_put(msg, type, is("malformed") ? 5 : family == AF_INET ? 4 : 16, addr);
+}
+
+static void queue_conn(const struct nlmsghdr *req, const struct fake_conn *c)
+{
+	struct nl_msg *msg = reply(req, FAKE_FAMILY, NTBSMC_CMD_CONN_GET, true);
+	struct nlattr *nest = nla_nest_start(msg, NTBSMC_A_CONN);
+	bool unknown = is("unknown");
+
+	nla_put_u8(msg, NTBSMC_CONN_FAMILY, c->family);
+	nla_put_u32(msg, NTBSMC_CONN_MODE, unknown ? 9 : c->mode);
+	if (is("missing")) {
+		nla_nest_end(msg, nest);
+		queue(msg);
+		return;
+	}
+	nla_put_u8(msg, NTBSMC_CONN_STATE, unknown ? 13 : c->state);
+	nla_put_u8(msg, NTBSMC_CONN_CLIENT, c->client);
+	put_in_addr(msg, NTBSMC_CONN_LOCAL_ADDR, c->family, c->laddr);
+	nla_put_u16(msg, NTBSMC_CONN_LOCAL_PORT, c->lport);
+	put_in_addr(msg, NTBSMC_CONN_PEER_ADDR, c->family, c->paddr);
+	nla_put_u16(msg, NTBSMC_CONN_PEER_PORT, c->pport);
+	nla_put_u32(msg, NTBSMC_CONN_REASON, unknown ? 20 : c->reason);
+	nla_put_u32(msg, NTBSMC_CONN_PEER_REASON, unknown ? 21 : c->peer_reason);
+	nla_put_u32(msg, NTBSMC_CONN_UID, c->uid);
+	nla_put_u64(msg, NTBSMC_CONN_INODE, c->inode);
+	if (c->ntb) {
+		nla_put_u32(msg, NTBSMC_CONN_LGR_ID, c->ntb->lgr_id);
+		nla_put_string(msg, NTBSMC_CONN_DEV, c->ntb->dev);
+		nla_put_u32(msg, NTBSMC_CONN_RMB_SIZE, c->ntb->rmb);
+		nla_put_u32(msg, NTBSMC_CONN_PEER_RMB_SIZE, c->ntb->peer_rmb);
+		nla_put_u64(msg, NTBSMC_CONN_TX_PROD, c->ntb->tx_prod);
+		nla_put_u64(msg, NTBSMC_CONN_TX_CONS, c->ntb->tx_cons);
+		nla_put_u64(msg, NTBSMC_CONN_RX_PROD, c->ntb->rx_prod);
+		nla_put_u64(msg, NTBSMC_CONN_RX_CONS, c->ntb->rx_cons);
+		nla_put_u64(msg, NTBSMC_CONN_TX_BYTES, c->ntb->tx);
+		nla_put_u64(msg, NTBSMC_CONN_RX_BYTES, c->ntb->rx);
+		nla_put_u64(msg, NTBSMC_CONN_CPU_BYTES, c->ntb->cpu);
+		nla_put_u64(msg, NTBSMC_CONN_DMA_BYTES, c->ntb->dma);
+	}
+	nla_nest_end(msg, nest);
+	queue(msg);
+}
+
+static void conn_dump(const struct nlmsghdr *req)
+{
+	size_t i, n = sizeof(conns) / sizeof(conns[0]);
+
+	if (is("unknown") || is("missing"))
+		n = 1;
+	for (i = 0; i < n && !is("empty"); i++) {
+		if (i == 3)
+			new_read();	/* like a dump that did not fit one message */
+		queue_conn(req, &conns[i]);
+	}
+	queue_done(req, 0, NULL);
+}
+
 static void log_request(const struct nlmsghdr *nlh)
 {
 	const char *path = getenv("NTBSMC_FAKE_LOG");
@@ -289,6 +394,9 @@ static void ntbsmc_request(const struct nlmsghdr *req)
 		break;
 	case NTBSMC_CMD_LGR_GET:
 		lgr_dump(req);
+		break;
+	case NTBSMC_CMD_CONN_GET:
+		conn_dump(req);
 		break;
 	case NTBSMC_CMD_STATS_GET:
 		stats_get(req);

@@ -5,7 +5,14 @@
 # Run by "make check" in netlink-tool/. Needs no module: the real binary is only
 # asked things it answers before talking to the kernel (or, where the module is not
 # loaded, that it says so); everything else runs tests/ntbsmc-fake, the same sources
-# answered by tests/fake_kernel.c. Prints TAP.
+# answered by tests/fake_kernel.c. "ntbsmc check" runs over loopback, once against
+# the host kernel (no module) and once with the module's socket options faked:
+#
+#   ntbsmc check 127.0.0.1 PORT  --TCP-->  ntbsmc check -l PORT  (or a python3 listener)
+#        |  TCP_ULP, NTBSMC_INFO                |  TCP_ULP, NTBSMC_INFO
+#        +-- tests/fake-sockopt.so (LD_PRELOAD) +-- the same
+#
+# Prints TAP.
 
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -13,7 +20,16 @@ cd "$(dirname "$0")/.." || exit 1
 TOOL=./ntbsmc
 FAKE=tests/ntbsmc-fake
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+pids=()
+cleanup() {
+	local pid
+
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
 n=0
 failed=0
 
@@ -75,6 +91,140 @@ sys.exit(0 if ($1) else 1)" 2>&1)
 $out"
 }
 
+# conns INDEXES DESCRIPTION: $out is the JSON array of exactly the fake module's sockets
+# INDEXES (0-5 of conns[] in tests/fake_kernel.c, in that order), compared key by key.
+# Checked later, by conns_verify: one python3 for all (it takes a second to start).
+nconns=0
+conns() {
+	nconns=$((nconns + 1))
+	printf '%s' "$out" >"$TMP/conns.$nconns"
+	printf '%s\t%s\t%s\n' "$1" "$TMP/conns.$nconns" "$2" >>"$TMP/conns.cases"
+}
+
+conns_verify() {
+	local ok desc details done=0
+
+	if ! command -v python3 >/dev/null; then
+		echo "ok $((n += 1)) - conn JSON # SKIP no python3"
+		return
+	fi
+	while IFS=$'\t' read -r ok desc details; do
+		result "$ok" "$desc" "$(printf '%b' "$details")"
+		done=$((done + 1))
+	done < <(python3 "$TMP/conns.py" <"$TMP/conns.cases" 2>&1)
+	[ "$done" = "$nconns" ]; result $((! $?)) "conn JSON: all $nconns checks ran"
+	rm -f "$TMP/conns.cases"
+}
+
+# stdin: lines "INDEXES<TAB>FILE<TAB>DESCRIPTION"; stdout: "OK<TAB>DESCRIPTION<TAB>DETAILS"
+cat >"$TMP/conns.py" <<'EOF'
+import json, sys
+
+ntb = ["lgr_id", "dev", "rmb_size", "peer_rmb_size", "tx_prod", "tx_cons", "rx_prod",
+       "rx_cons", "tx_bytes", "rx_bytes", "cpu_bytes", "dma_bytes"]
+keys = ["family", "state", "client", "local_addr", "local_port", "peer_addr", "peer_port",
+        "mode", "reason", "peer_reason", "uid", "inode"] + ntb
+
+def conn(family, state, client, laddr, lport, paddr, pport, mode, reason, peer_reason,
+         uid, inode, *ntb_values):
+    c = dict(zip(keys, [family, state, client, laddr, lport, paddr, pport, mode, reason,
+                        peer_reason, uid, inode]))
+    c.update(zip(ntb, ntb_values or [None] * len(ntb)))
+    return c
+
+# tests/fake_kernel.c: conns[]
+want = [
+    conn("inet", "ESTAB", True, "10.0.0.1", 40000, "10.0.0.2", 5000, "ntb", "none",
+         "none", 1000, 40001, 3, "ntb0", 65536, 131072, 1048576, 1040384, 4096, 4096,
+         1048576, 4096, 786432, 262144),
+    conn("inet6", "ESTAB", False, "fd00::1", 5000, "fd00::2", 40001, "ntb", "none",
+         "none", 0, 40002, 3, "ntb0", 131072, 65536, 4096, 4096, 1048576, 1040384,
+         4096, 1048576, 4096, 0),
+    conn("inet", "ESTAB", True, "10.0.0.1", 40002, "10.0.0.3", 5001, "tcp", "declined",
+         "no_buffer", 1000, 40003),
+    conn("inet", "CLOSE-WAIT", False, "10.0.0.1", 5000, "192.168.1.7", 51234, "tcp",
+         "peer_no_offer", "none", 0, 40004),
+    conn("inet6", "LISTEN", False, "::", 5000, "::", 0, "listen", "none", "none", 0, 40005),
+    conn("inet", "ESTAB", True, "10.0.0.1", 40003, "10.0.0.2", 5000, "handshake", "none",
+         "none", 1000, 40006),
+]
+
+def check(indexes, text):
+    try:
+        got = json.loads(text)
+    except ValueError as e:
+        return ["not JSON: %s" % e]
+    expect = [want[int(i)] for i in indexes.split(",") if i]
+    if not isinstance(got, list) or len(got) != len(expect):
+        return ["want %d sockets (%s), got %s" % (len(expect), indexes,
+                len(got) if isinstance(got, list) else type(got).__name__)]
+    errors = []
+    for i, (g, w) in enumerate(zip(got, expect)):
+        for k in sorted(set(g) | set(w)):
+            if k not in g or k not in w or g[k] != w[k] or type(g[k]) != type(w[k]):
+                errors.append("socket %d, %s: got %r, want %r" % (i, k, g.get(k, "<none>"),
+                              w.get(k, "<none>")))
+    return errors
+
+for line in sys.stdin:
+    indexes, path, desc = line.rstrip("\n").split("\t", 2)
+    text = open(path).read()
+    errors = check(indexes, text)
+    details = "\n".join(errors + [text]).replace("\\", "\\\\").replace("\n", "\\n")
+    print("%d\t%s\t%s" % (not errors, desc, details))
+EOF
+
+# free_port: a TCP port nothing listens on (nor, for a moment, will)
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); \
+print(s.getsockname()[1])'
+}
+
+# wait_listen PORT: until a socket listens on PORT (IPv4 or IPv6), at most 5 s
+wait_listen() {
+	local hex i
+
+	hex=$(printf '%04X' "$1")
+	for ((i = 0; i < 100; i++)); do
+		grep -Eq ":$hex [0-9A-F]+:[0-9A-F]{4} 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null &&
+			return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_file FILE: until FILE has a line, at most 5 s
+wait_file() {
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# py_listener FILE: a python3 listener on 127.0.0.1 that writes its port to FILE, then
+# for one connection "bytes N" (what it received before the peer closed); sets $lpid
+py_listener() {
+	python3 -c 'import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+f = open(sys.argv[1], "w")
+print(s.getsockname()[1], file=f, flush=True)
+c, _ = s.accept()
+n = 0
+while True:
+    b = c.recv(4096)
+    if not b:
+        break
+    n += len(b)
+print("bytes", n, file=f, flush=True)' "$1" &
+	lpid=$!
+	pids+=("$lpid")
+}
+
 # ---- usage, help and exit codes (real binary, module not needed) ----
 
 expect 0 "" "-V" -- $TOOL -V
@@ -88,6 +238,14 @@ expect 0 "" "d h" -- $TOOL d h
 expect 0 "" "linkgroup help" -- $TOOL linkgroup help
 expect 0 "" "stats help" -- $TOOL stats help
 expect 0 "" "dev set help" -- $TOOL dev set help
+expect 0 "" "conn help" -- $TOOL conn help
+grep -q "^Usage: ntbsmc conn show \[ -a | --all \]" <<<"$out"; result $((! $?)) "conn help: usage"
+expect 0 "" "connection show help" -- $TOOL connection show help
+expect 0 "" "check help" -- $TOOL check help
+grep -q "^       ntbsmc check -l " <<<"$out"; result $((! $?)) "check help: usage of -l"
+expect 0 "" "help lists conn and check" -- $TOOL help
+grep -q "ntbsmc conn show" <<<"$out" && grep -q "ntbsmc check \[" <<<"$out"
+result $((! $?)) "help: conn show and check"
 expect 2 '^Error: no object given' "no object" -- $TOOL
 expect 2 '^Error: unknown object "bogus"' "unknown object" -- $TOOL bogus
 expect 2 '^Error: ambiguous object ""' "ambiguous object" -- $TOOL ""
@@ -111,18 +269,80 @@ expect 2 'network namespace "nosuch-ns" not found' "dev set: unknown netns name"
 expect 2 'invalid link group id "abc"' "linkgroup show: bad id" -- $TOOL linkgroup show abc
 expect 2 'invalid link group id "0"' "linkgroup show: id 0" -- $TOOL linkgroup show 0
 expect 2 'unexpected argument "now"' "stats reset: extra argument" -- $TOOL stats reset now
+expect 2 '^Error: ambiguous object "c": could be conn, check' "c is ambiguous" -- $TOOL c
+expect 2 '^Error: unknown conn command "frob"' "conn: unknown command" -- $TOOL conn frob
+expect 2 '^Error: unknown conn show filter "bogus"' "conn show: unknown filter" -- \
+	$TOOL conn show bogus
+expect 2 '^Error: ambiguous conn show filter "l": could be lport, lgr' \
+	"conn show: ambiguous filter" -- $TOOL conn show l 1
+expect 2 '^Error: unknown option "-x"' "conn show: unknown option" -- $TOOL conn show -x
+expect 2 '^Error: unknown option "-x"' "conn: unknown option without show" -- $TOOL conn -a -x
+expect 2 '^Error: mode needs a value' "conn show: mode without value" -- $TOOL conn show mode
+expect 2 '^Error: unknown mode "fast"' "conn show: unknown mode" -- $TOOL conn show mode fast
+expect 2 '^Error: invalid port "70000"' "conn show: port too large" -- $TOOL conn s port 70000
+expect 2 '^Error: invalid port "x"' "conn show: lport not a number" -- $TOOL conn s lport x
+expect 2 '^Error: invalid port "-1"' "conn show: dport negative" -- $TOOL conn s dport -1
+expect 2 '^Error: port given twice' "conn show: port twice" -- $TOOL conn s port 1 port 2
+expect 2 '^Error: invalid link group id "0"' "conn show: lgr 0" -- $TOOL conn s lgr 0
+expect 2 '^Error: invalid link group id "x"' "conn show: lgr x" -- $TOOL conn s lgr x
+expect 2 '^Error: invalid device name ""' "conn show: empty dev" -- $TOOL conn s dev ""
+expect 2 '^Error: invalid device name' "conn show: dev too long" -- \
+	$TOOL conn s dev 0123456789012345678901234567890123
+expect 2 '^Error: unknown family "ipx"' "conn show: unknown family" -- $TOOL conn s family ipx
+expect 2 '^Error: family given twice' "conn show: -4 -6" -- $TOOL conn s -4 -6
+expect 2 '^Error: family given twice' "conn show: -6 family inet6" -- $TOOL conn s -6 family inet6
+expect 2 '^Error: mode given twice' "conn show: mode twice" -- $TOOL conn s mode ntb mode tcp
+expect 2 '^Error: check: HOST and PORT missing' "check: nothing" -- $TOOL check
+expect 2 '^Error: check: PORT missing' "check: port missing" -- $TOOL check 127.0.0.1
+expect 2 '^Error: invalid port "0" \(1 to 65535\)' "check: port 0" -- $TOOL check h 0
+expect 2 '^Error: invalid port "65536"' "check: port too large" -- $TOOL check h 65536
+expect 2 '^Error: invalid port "http"' "check: port by name" -- $TOOL check h http
+expect 2 '^Error: invalid timeout "0"' "check: -t 0" -- $TOOL check -t 0 h 1
+expect 2 '^Error: invalid timeout "abc"' "check: -t abc" -- $TOOL check -t abc h 1
+expect 2 '^Error: invalid timeout "-1"' "check: -t -1" -- $TOOL check -t -1 h 1
+expect 2 '^Error: invalid timeout "nan"' "check: -t nan" -- $TOOL check -t nan h 1
+expect 2 '^Error: invalid timeout "3601"' "check: -t too long" -- $TOOL check -t 3601 h 1
+expect 2 '^Error: -t needs a value' "check: -t without value" -- $TOOL check h 1 -t
+expect 2 '^Error: unexpected argument "x"' "check: extra argument" -- $TOOL check h 1 x
+expect 2 '^Error: unknown option "-x"' "check: unknown option" -- $TOOL check -x h 1
+expect 2 '^Error: -4 or -6 given twice' "check: -4 -6" -- $TOOL check -4 -6 h 1
+expect 2 '^Error: -c needs -l' "check: -c without -l" -- $TOOL check -c 1 h 1
+expect 2 '^Error: invalid count "0"' "check: -c 0" -- $TOOL check -l -c 0 1
+expect 2 '^Error: check -l: PORT missing' "check -l: port missing" -- $TOOL check -l
+expect 2 '^Error: unexpected argument "1" \(-l takes PORT\)' "check -l: HOST PORT" -- \
+	$TOOL check -l h 1
+expect 2 'network namespace "nosuch-ns" not found' "check: -n unknown name" -- \
+	$TOOL -n nosuch-ns check h 1
 expect 2 'network namespace "nosuch-ns" not found' "-n unknown name" -- $TOOL -n nosuch-ns dev
 expect 2 'is not a network namespace' "-n not a namespace" -- $TOOL -n /dev/null dev
 
 if $TOOL stats >/dev/null 2>&1; [ $? = 3 ]; then
 	cmds=("dev" "d s" "-j dev show" "link sh" "lgr show 1" "st" "stats reset"
-	      "dev set ntb0 enable")
+	      "dev set ntb0 enable" "conn" "co s -a" "-j connection show mode ntb port 1")
 	[ "$(id -u)" = 0 ] && cmds+=("-n /proc/self/ns/net stats")
 	for cmd in "${cmds[@]}"; do
 		# shellcheck disable=SC2086
 		expect 3 '^Error: ntbsmc module not loaded' "no module: $cmd" -- $TOOL $cmd
 		[ -z "$out" ]; result $((! $?)) "no module: $cmd prints nothing on stdout"
 	done
+
+	# The ULP is looked up (and not found) before anything is sent to the listener.
+	if command -v python3 >/dev/null; then
+		py_listener "$TMP/listener"
+		wait_file "$TMP/listener"; result $((! $?)) "no module: a local listener"
+		port=$(head -n1 "$TMP/listener")
+		for cmd in "check 127.0.0.1 $port" "-j check -t 1 localhost $port" \
+			   "check -l $port" "check -l -6 -c 1 $(free_port)"; do
+			# shellcheck disable=SC2086
+			expect 3 '^Error: ntbsmc module not loaded \(no TCP ULP "ntbsmc"\)$' \
+				"no module: $cmd" -- $TOOL $cmd
+			[ -z "$out" ]; result $((! $?)) "no module: $cmd prints nothing on stdout"
+		done
+		kill "$lpid" 2>/dev/null
+		wait "$lpid" 2>/dev/null
+	else
+		echo "ok $((n += 1)) - no module: check # SKIP no python3"
+	fi
 else
 	echo "ok $((n += 1)) - no-module exit codes # SKIP the ntbsmc module is loaded"
 fi
@@ -174,6 +394,96 @@ json 'd == [{"id": 3, "dev": "ntb0", "peer_sysid": "a0b1c2d3e4f5061728394a5b6c7d
 "connections": 2, "tx_bytes": 1048576, "rx_bytes": 2097152, "age_ms": 3723004,
 "idle_ms": 0}]' "fake: -j linkgroup keys and values"
 expect 5 'no link group 4' "fake: linkgroup show unknown id" -- $FAKE lgr show 4
+
+# conns[] of tests/fake_kernel.c: 0 IPv4 NTB client, 1 IPv6 NTB server, 2 fallback
+# declined by the peer (no_buffer), 3 fallback peer_no_offer in CLOSE-WAIT, 4 IPv6
+# listener, 5 client in handshake.
+cat >"$TMP/conn.txt" <<'EOF'
+State       Local Address:Port  Peer Address:Port  Mode       Reason               LGR  UID   Inode
+ESTAB       10.0.0.1:40000      10.0.0.2:5000      ntb        -                    3    1000  40001
+ESTAB       [fd00::1]:5000      [fd00::2]:40001    ntb        -                    3    0     40002
+ESTAB       10.0.0.1:40002      10.0.0.3:5001      tcp        declined: no_buffer  -    1000  40003
+CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        peer_no_offer        -    0     40004
+ESTAB       10.0.0.1:40003      10.0.0.2:5000      handshake  -                    -    1000  40006
+EOF
+: >"$TMP/log"
+expect 0 "" "fake: conn" -- $FAKE conn
+same "$TMP/conn.txt" "fake: conn text: connected sockets, no listener"
+grep -q "^cmd=4 dump=1$" "$TMP/log"; result $((! $?)) "fake: conn show sends a CONN_GET dump"
+expect 0 "" "fake: co s (prefixes)" -- $FAKE co s
+same "$TMP/conn.txt" "fake: co s text"
+expect 0 "" "fake: connection list (aliases)" -- $FAKE connection list
+same "$TMP/conn.txt" "fake: connection list text"
+
+cat >"$TMP/conn-a.txt" <<'EOF'
+State       Local Address:Port  Peer Address:Port  Mode       Reason               LGR  UID   Inode
+ESTAB       10.0.0.1:40000      10.0.0.2:5000      ntb        -                    3    1000  40001
+	client dev ntb0 rmb 65536 peer_rmb 131072 tx_prod 1048576 tx_cons 1040384 rx_prod 4096 rx_cons 4096 tx_bytes 1048576 rx_bytes 4096 cpu_bytes 786432 dma_bytes 262144
+ESTAB       [fd00::1]:5000      [fd00::2]:40001    ntb        -                    3    0     40002
+	server dev ntb0 rmb 131072 peer_rmb 65536 tx_prod 4096 tx_cons 4096 rx_prod 1048576 rx_cons 1040384 tx_bytes 4096 rx_bytes 1048576 cpu_bytes 4096 dma_bytes 0
+ESTAB       10.0.0.1:40002      10.0.0.3:5001      tcp        declined: no_buffer  -    1000  40003
+	client
+CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        peer_no_offer        -    0     40004
+	server
+LISTEN      [::]:5000           [::]:*             listen     -                    -    0     40005
+	server
+ESTAB       10.0.0.1:40003      10.0.0.2:5000      handshake  -                    -    1000  40006
+	client
+EOF
+expect 0 "" "fake: conn show -a -d" -- $FAKE conn show -a -d
+same "$TMP/conn-a.txt" "fake: conn -a -d text: listener, details line"
+expect 0 "" "fake: -d conn --all (global -d)" -- $FAKE -d conn --all
+same "$TMP/conn-a.txt" "fake: -d conn --all text"
+expect 0 "" "fake: conn -a (show implied)" -- $FAKE conn -a
+grep -q '^LISTEN      \[::\]:5000           \[::\]:\*  ' <<<"$out" && [ "$(wc -l <<<"$out")" = 7 ]
+result $((! $?)) "fake: conn -a text: header and six sockets, listener as ss shows it"
+
+expect 0 "" "fake: -j conn" -- $FAKE -j conn
+[ "$(wc -l <<<"$out")" = 1 ]; result $((! $?)) "fake: -j conn is one line"
+conns 0,1,2,3,5 "fake: -j conn: every key of every connected socket"
+expect 0 "" "fake: -j -p conn show --all" -- $FAKE -j -p conn show --all
+conns 0,1,2,3,4,5 "fake: -j -p conn -a: all six sockets"
+expect 0 "" "fake: -j -d conn (details change nothing in JSON)" -- $FAKE -j -d conn
+conns 0,1,2,3,5 "fake: -j -d conn"
+
+# conn_filter ARGS INDEXES: conn show ARGS, in text (the header and as many lines) and JSON
+conn_filter() {
+	# shellcheck disable=SC2086
+	expect 0 "" "fake: conn show $1" -- $FAKE conn show $1
+	local want=$(( $(tr -cd , <<<"$2" | wc -c) + 2 ))
+	[ -z "$2" ] && want=1
+	[ "$(wc -l <<<"$out")" = "$want" ] && grep -q '^State ' <<<"$out"
+	result $((! $?)) "fake: conn show $1: text has $((want - 1)) sockets"
+	# shellcheck disable=SC2086
+	expect 0 "" "fake: -j conn show $1" -- $FAKE -j conn show $1
+	conns "$2" "fake: -j conn show $1: sockets $2"
+}
+conn_filter "mode ntb" 0,1
+conn_filter "mode tcp" 2,3
+conn_filter "mode handshake" 5
+conn_filter "mode listen" 4
+conn_filter "m l" 4
+conn_filter "port 5000" 0,1,3,5
+conn_filter "-a port 5000" 0,1,3,4,5
+conn_filter "lport 5000" 1,3
+conn_filter "sport 5000 --all" 1,3,4
+conn_filter "dport 5000" 0,5
+conn_filter "dport 0" ""
+conn_filter "-a dport 0" 4
+conn_filter "port 51234" 3
+conn_filter "lgr 3" 0,1
+conn_filter "lgr 4" ""
+conn_filter "dev ntb0" 0,1
+conn_filter "dev ntb1" ""
+conn_filter "-4" 0,2,3,5
+conn_filter "family inet" 0,2,3,5
+conn_filter "-6" 1
+conn_filter "-a family inet6" 1,4
+conn_filter "f ipv6 -a" 1,4
+conn_filter "mode tcp port 5000" 3
+conn_filter "mode ntb -6 lgr 3 dev ntb0 lport 5000 dport 40001" 1
+conn_filter "mode ntb -4 dport 40001" ""
+conns_verify
 
 cat >"$TMP/stats.txt" <<'EOF'
 Connections
@@ -231,10 +541,18 @@ NTBSMC_FAKE=empty expect 0 "" "fake empty: -j dev" -- $FAKE -j dev
 [ "$out" = "[]" ]; result $((! $?)) "fake empty: -j dev is []"
 NTBSMC_FAKE=empty expect 0 "" "fake empty: -j -p lgr" -- $FAKE -j -p lgr
 [ "$out" = "[]" ]; result $((! $?)) "fake empty: -j -p linkgroup is []"
+NTBSMC_FAKE=empty expect 0 "" "fake empty: conn" -- $FAKE conn
+[ "$out" = "State  Local Address:Port  Peer Address:Port  Mode  Reason  LGR  UID  Inode" ]
+result $((! $?)) "fake empty: conn text is the header" "$out"
+NTBSMC_FAKE=empty expect 0 "" "fake empty: -j conn -a" -- $FAKE -j conn -a
+[ "$out" = "[]" ]; result $((! $?)) "fake empty: -j conn is []"
 NTBSMC_FAKE=empty expect 0 "" "fake empty: stats" -- $FAKE stats
 [ "$(grep -c '^  none$' <<<"$out")" = 2 ]; result $((! $?)) "fake empty: no fallbacks: none"
 
 NTBSMC_FAKE=nomodule expect 3 '^Error: ntbsmc module not loaded' "fake nomodule" -- $FAKE dev
+NTBSMC_FAKE=nomodule expect 3 '^Error: ntbsmc module not loaded' "fake nomodule: conn" -- \
+	$FAKE -j conn show -a
+[ -z "$out" ]; result $((! $?)) "fake nomodule: conn prints nothing on stdout"
 NTBSMC_FAKE=eperm expect 4 '^Error: stats reset: permission denied \(needs CAP_NET_ADMIN' \
 	"fake eperm: stats reset" -- $FAKE stats reset
 NTBSMC_FAKE=eperm expect 4 'needs CAP_NET_ADMIN over this and the target' \
@@ -245,6 +563,9 @@ NTBSMC_FAKE=eopnotsupp expect 1 '^Error: dev show not supported by this kernel m
 	"fake eopnotsupp: dev show" -- $FAKE dev
 NTBSMC_FAKE=eopnotsupp expect 1 '^Error: stats show not supported by this kernel module$' \
 	"fake eopnotsupp: stats" -- $FAKE -j stats
+NTBSMC_FAKE=eopnotsupp expect 1 '^Error: conn show not supported by this kernel module$' \
+	"fake eopnotsupp: conn (a module without CONN_GET)" -- $FAKE conn
+[ -z "$out" ]; result $((! $?)) "fake eopnotsupp: conn prints nothing on stdout"
 NTBSMC_FAKE=dumperr expect 1 '^Error: dev show: fake dump failure$' \
 	"fake dumperr: error at the end of a dump" -- $FAKE -j dev
 [ -z "$out" ]; result $((! $?)) "fake dumperr: nothing on stdout"
@@ -252,6 +573,9 @@ NTBSMC_FAKE=warn expect 0 '^Warning: fake warning$' "fake warn: warning printed"
 	$FAKE dev set ntb0 enable
 NTBSMC_FAKE=malformed expect 1 '^Error: malformed device record' "fake malformed: fabric id" -- \
 	$FAKE dev
+NTBSMC_FAKE=malformed expect 1 '^Error: malformed connection record' \
+	"fake malformed: 5-byte address" -- $FAKE -j conn
+[ -z "$out" ]; result $((! $?)) "fake malformed: conn prints nothing on stdout"
 
 NTBSMC_FAKE=missing expect 0 "" "fake missing: dev" -- $FAKE dev
 grep -q "^ntb0: state - enabled -$" <<<"$out"; result $((! $?)) "fake missing: dev text dashes"
@@ -260,6 +584,14 @@ json 'd[0]["name"] == "ntb0" and d[0]["state"] is None and d[0]["window_size"] i
 	"fake missing: -j dev nulls"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j lgr" -- $FAKE -j lgr
 json 'd[0]["id"] is None and d[0]["connections"] == 2' "fake missing: -j linkgroup nulls"
+NTBSMC_FAKE=missing expect 0 "" "fake missing: conn -d" -- $FAKE conn -d
+grep -q '^-      -:-                 -:-                ntb   -       -    -    -$' <<<"$out"
+result $((! $?)) "fake missing: conn text dashes"
+grep -q '^	-$' <<<"$out"; result $((! $?)) "fake missing: conn -d: no role, no NTB side"
+NTBSMC_FAKE=missing expect 0 "" "fake missing: -j conn" -- $FAKE -j conn
+json 'len(d) == 1 and d[0]["family"] == "inet" and d[0]["mode"] == "ntb" and
+len(d[0]) == 24 and all(v is None for k, v in d[0].items() if k not in ("family", "mode"))' \
+	"fake missing: -j conn: every key, null when not sent"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: stats" -- $FAKE stats
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j stats" -- $FAKE -j stats
 json 'd["conn_ntb"] == 7 and d["conn_tcp"] is None and d["fallback_client"] is None' \
@@ -269,6 +601,132 @@ NTBSMC_FAKE=unknown expect 0 "" "fake unknown: dev" -- $FAKE dev
 grep -q "state unknown(7)" <<<"$out"; result $((! $?)) "fake unknown: state unknown(7)"
 NTBSMC_FAKE=unknown expect 0 "" "fake unknown: -j stats" -- $FAKE -j stats
 json 'd["fallback_client"]["reason_20"] == 9' "fake unknown: unknown reason kept"
+NTBSMC_FAKE=unknown expect 0 "" "fake unknown: conn" -- $FAKE conn
+grep -q '^UNKNOWN(13)  10.0.0.1:40000      10.0.0.2:5000      unknown(9)  -  ' <<<"$out"
+result $((! $?)) "fake unknown: conn text: unknown state and mode, no reason"
+NTBSMC_FAKE=unknown expect 0 "" "fake unknown: -j conn" -- $FAKE -j conn
+json 'd[0]["state"] == "UNKNOWN(13)" and d[0]["mode"] == "unknown(9)" and
+d[0]["reason"] == "reason_20" and d[0]["peer_reason"] == "reason_21"' \
+	"fake unknown: -j conn: unknown values named"
+
+# ---- check over loopback, the module's socket options faked ----
+
+# fake_check INFO CMD...: CMD with tests/fake-sockopt.so answering NTBSMC_INFO with INFO
+# ("MODE REASON PEER_REASON LGR_ID RMB_SIZE PEER_RMB_SIZE") after two handshake answers
+fake_check() {
+	local info=$1
+
+	shift
+	LD_PRELOAD=$PWD/tests/fake-sockopt.so FAKE_NTBSMC_INFO=$info "$@"
+}
+
+# server INFO ARGS...: "ntbsmc ARGS" in the background, output in $TMP/server.{out,err};
+# sets $spid once it listens
+server() {
+	local info=$1
+
+	shift
+	rm -f "$TMP/server.out" "$TMP/server.err"
+	fake_check "$info" $TOOL "$@" >"$TMP/server.out" 2>"$TMP/server.err" &
+	spid=$!
+	pids+=("$spid")
+}
+
+# server_done DESCRIPTION: the server exited 0 by itself; sets $out to its output
+server_done() {
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$spid" 2>/dev/null
+	wait "$spid"
+	rc=$?
+	out=$(cat "$TMP/server.out")
+	err=$(cat "$TMP/server.err")
+	[ "$rc" = 0 ] && [ -z "$err" ]
+	result $((! $?)) "$1" "rc=$rc
+stderr: $err
+stdout: $out"
+}
+
+NTB="1 0 0 3 65536 131072"
+DECLINED="2 9 5 0 0 0"
+if ! command -v python3 >/dev/null || [ ! -e tests/fake-sockopt.so ]; then
+	echo "ok $((n += 1)) - check over loopback # SKIP needs python3 and tests/fake-sockopt.so"
+else
+	port=$(free_port)
+	server "$NTB" -j check -l -c 3 -t 2 "$port"
+	wait_listen "$port"; result $((! $?)) "check -l: listens on port $port"
+	fake_check "$NTB" expect 0 "" "check: NTB" -- $TOOL check 127.0.0.1 "$port"
+	[ "$out" = "127.0.0.1:$port: NTB (link group 3, rmb 64 KiB, peer rmb 128 KiB)" ]
+	result $((! $?)) "check: NTB text" "$out"
+	fake_check "$NTB" expect 0 "" "check -j: NTB" -- $TOOL -j check -4 -t 1.5 localhost "$port"
+	json "d == {'host': 'localhost', 'port': $port, 'mode': 'ntb', 'reason': 'none',
+'peer_reason': 'none', 'lgr_id': 3, 'rmb_size': 65536, 'peer_rmb_size': 131072}" \
+		"check -j: NTB keys and values"
+	fake_check "$DECLINED" expect 0 "" "check: TCP" -- $TOOL check 127.0.0.1 "$port"
+	[ "$out" = "127.0.0.1:$port: TCP, reason: declined, peer reason: no_buffer" ]
+	result $((! $?)) "check: TCP text with the peer's reason" "$out"
+	server_done "check -l -c 3: exits 0 after three connections"
+	[ "$(wc -l <<<"$out")" = 3 ]; result $((! $?)) "check -l -j: one line per connection"
+	out=$(head -n1 <<<"$out")
+	json "set(d) == {'peer_addr', 'peer_port', 'mode', 'reason', 'peer_reason', 'lgr_id',
+'rmb_size', 'peer_rmb_size'} and d['peer_addr'] == '127.0.0.1' and d['peer_port'] > 0 and
+d['mode'] == 'ntb' and d['lgr_id'] == 3 and d['peer_rmb_size'] == 131072" \
+		"check -l -j: keys and values of a connection"
+
+	server "$DECLINED" check -l -c 1 "$port"
+	wait_listen "$port"
+	fake_check "$DECLINED" expect 0 "" "check -j: TCP" -- $TOOL -j check 127.0.0.1 "$port"
+	json "d == {'host': '127.0.0.1', 'port': $port, 'mode': 'tcp', 'reason': 'declined',
+'peer_reason': 'no_buffer', 'lgr_id': None, 'rmb_size': None, 'peer_rmb_size': None}" \
+		"check -j: TCP keys and values"
+	server_done "check -l -c 1: exits 0"
+	grep -Eq "^127\.0\.0\.1:[0-9]+: TCP, reason: declined, peer reason: no_buffer$" <<<"$out"
+	result $((! $?)) "check -l: TCP text" "$out"
+
+	# The handshake never ends: both sides give up after -t.
+	FAKE_NTBSMC_HANDSHAKE=1000000 server "$NTB" check -l -c 1 -t 0.3 "$port"
+	wait_listen "$port"
+	FAKE_NTBSMC_HANDSHAKE=1000000 fake_check "$NTB" \
+		expect 1 "^Error: 127\.0\.0\.1:$port: handshake not finished after 0\.3 s$" \
+		"check: handshake timeout" -- $TOOL check -t 0.3 127.0.0.1 "$port"
+	[ -z "$out" ]; result $((! $?)) "check: handshake timeout prints nothing on stdout"
+	server_done "check -l: a handshake that does not end"
+	grep -Eq "^127\.0\.0\.1:[0-9]+: handshake not finished after 0\.3 s$" <<<"$out"
+	result $((! $?)) "check -l: handshake timeout text" "$out"
+
+	fake_check "$NTB" expect 6 "^Error: connect to 127\.0\.0\.1:$port: Connection refused$" \
+		"check: connection refused" -- $TOOL check 127.0.0.1 "$port"
+	fake_check "$NTB" expect 6 '^Error: cannot resolve 127\.0\.0\.1: ' \
+		"check -6: an IPv4 literal does not resolve" -- $TOOL check -6 127.0.0.1 "$port"
+
+	# What the checker sends the server: nothing, then its FIN.
+	py_listener "$TMP/py"
+	wait_file "$TMP/py"
+	fake_check "$NTB" expect 0 "" "check: against a plain listener" -- \
+		$TOOL check 127.0.0.1 "$(head -n1 "$TMP/py")"
+	wait "$lpid"
+	[ "$(sed -n 2p "$TMP/py")" = "bytes 0" ]
+	result $((! $?)) "check: sends no data, closes" "$(cat "$TMP/py")"
+
+	if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null
+	then
+		server "$NTB" check -l -6 -c 1 "$port"
+		wait_listen "$port"
+		fake_check "$NTB" expect 0 "" "check: IPv6" -- $TOOL check ::1 "$port"
+		[ "$out" = "[::1]:$port: NTB (link group 3, rmb 64 KiB, peer rmb 128 KiB)" ]
+		result $((! $?)) "check: IPv6 text" "$out"
+		server_done "check -l -6: exits 0"
+		grep -Eq '^\[::1\]:[0-9]+: NTB \(link group 3, rmb 64 KiB, peer rmb 128 KiB\)$' \
+			<<<"$out"
+		result $((! $?)) "check -l -6: text" "$out"
+	else
+		echo "ok $((n += 1)) - check: IPv6 # SKIP no IPv6 loopback"
+	fi
+fi
 
 echo "1..$n"
 [ "$failed" = 0 ] || echo "# $failed of $n failed"
