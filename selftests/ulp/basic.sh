@@ -57,5 +57,46 @@ xfer_case server_plain "" "--ulp --bytes 100000" tcp no_ulp peer_no_offer
 xfer_case client_plain "--ulp" "--bytes 100000" tcp peer_no_offer no_ulp
 # Programs that do not set the ULP themselves, under ntbsmc_run: NTB, both ways.
 RUNNER="$REPO/netlink-tool/ntbsmc_run" xfer_case preload "" "--bytes 1048576 --both" ntb none none
+# The connection dump shows a live connection on each host, in that host's
+# namespace only: its ports, NTB mode, link group and the bytes it moved; with -a
+# also host a's listener.
+port=$((port + 1))
+if [ "$ROLE" = a ]; then
+	inns python3 "$REPO/selftests/ulp/hold.py" server "$MY_IP" $port "$SYNC/release" \
+		>"$WORK/hold.json" &
+	wait_for 90 "server on $port" listening $port
+	barrier hold-listening
+else
+	barrier hold-listening
+	inns python3 "$REPO/selftests/ulp/hold.py" client "$PEER_IP" $port "$SYNC/release" \
+		>"$WORK/hold.json" &
+fi
+held_pid=$!
+wait_for 90 "the held connection" test -s "$WORK/hold.json"
+barrier hold-up
+dump=$(inns "$NTBSMC_CLI" -j conn show -a)
+log "conn show -a: $dump"
+python3 - "$(tail -1 "$WORK/hold.json")" "$dump" "$ROLE" $port <<'PY' ||
+import json, sys
+held, dump, role, port = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+lp, pp = held['local_port'], held['peer_port']
+mine = [c for c in dump if c.get('local_port') == lp and c.get('peer_port') == pp]
+assert len(mine) == 1, f'{len(mine)} entries for the held connection {lp}->{pp}'
+c = mine[0]
+assert c['mode'] == 'ntb', c
+assert c['tx_bytes'] >= held['bytes'] and c['rx_bytes'] >= held['bytes'], c
+assert c['lgr_id'] > 0 and c['rmb_size'] > 0 and c['peer_rmb_size'] > 0, c
+assert c['tx_prod'] >= held['bytes'] and c['rx_cons'] >= held['bytes'], c
+assert not [c for c in dump if c.get('local_port') == pp and c.get('peer_port') == lp], \
+    'the peer host\'s socket shows in this namespace'
+if role == 'a':
+    assert [c for c in dump if c['mode'] == 'listen' and c['local_port'] == port], \
+        'no listener in conn show -a'
+PY
+	check "conn show: the held connection is missing or wrong (see the log)" false
+barrier hold-checked
+[ "$ROLE" = a ] && touch "$SYNC/release"
+wait $held_pid || check "hold.py failed" false
+
 barrier done
 checked
