@@ -136,12 +136,13 @@ def main():
     a = ap.parse_args()
     fam = socket.AF_INET6 if ':' in a.addr else socket.AF_INET
     if a.allow_reset:
-        t0 = time.monotonic()
         try:
             return run(a, fam)
         except (ConnectionResetError, BrokenPipeError, TimeoutError, socket.timeout) as e:
+            # secs: from the connection's establishment to its end
+            since = CONNECTED or time.monotonic()
             print(json.dumps({'outcome': 'reset', 'error': type(e).__name__,
-                              'secs': round(time.monotonic() - t0, 3)}), flush=True)
+                              'secs': round(time.monotonic() - since, 3)}), flush=True)
             sys.exit(0)
     run(a, fam)
 
@@ -157,7 +158,11 @@ def mksock(fam, smc):
     return socket.socket(fam, socket.SOCK_STREAM, 0, fileno=s.detach())
 
 
+CONNECTED = None   # time.monotonic() when the last connection was established
+
+
 def run(a, fam):
+    global CONNECTED
     ok = True
     if a.role == 'server':
         ls = mksock(fam, a.smc)
@@ -169,6 +174,7 @@ def run(a, fam):
         ls.settimeout(120)
         for _ in range(a.conns):
             s, _ = ls.accept()
+            CONNECTED = time.monotonic()
             s.settimeout(120)
             r = session(s, 'server', 0, False, a.write_size, '')
             r['outcome'] = 'ok'
@@ -185,6 +191,7 @@ def run(a, fam):
             while True:
                 try:
                     s.connect((a.addr, a.port))
+                    CONNECTED = time.monotonic()
                     break
                 except ConnectionRefusedError:
                     if time.monotonic() > end:

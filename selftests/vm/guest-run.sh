@@ -16,6 +16,8 @@ if [ "$topo" = twovm ]; then
 	shift
 fi
 source "$REPO/selftests/lib.sh"
+# One test's bound; ulp/fallback.sh needs about ten minutes on a loaded host.
+TEST_TIMEOUT=${TEST_TIMEOUT:-1200}
 ROLE=${me:-setup}
 PEER=none
 export REPO KBUILD TOPO=$topo
@@ -76,7 +78,8 @@ for t in "$@"; do
 	if [ "$rc" = 0 ]; then
 		pids=()
 		for r in $roles; do
-			(role_env "$r"; exec timeout 600 bash "$REPO/selftests/$t" run "$r") >"$out.$r" 2>&1 &
+			(role_env "$r"; exec timeout "$TEST_TIMEOUT" bash "$REPO/selftests/$t" run "$r") \
+				>"$out.$r" 2>&1 &
 			pids+=($!)
 		done
 		for p in "${pids[@]}"; do
