@@ -28,7 +28,10 @@ barrier rtt_unloaded
 [ "$ROLE" = b ] && unload_module ntb_rtt
 barrier rtt_unloaded_b
 
-load_module ntb_perf total_order=28 max_mw_size=2097152
+# once per kernel: in the one-VM topology both hosts share it
+if [ "$TOPO" = twovm ] || [ "$ROLE" = a ]; then
+	load_module ntb_perf total_order=28 max_mw_size=2097152
+fi
 P=$NTB_DBG/ntb_perf/$NTB
 wait_for 30 "ntb_perf on $NTB" test -e "$P/run"
 barrier perf_start
