@@ -10,15 +10,40 @@ ip link set eth0 up
 ip addr add "10.77.0.$([ "$me" = a ] && echo 1 || echo 2)/24" dev eth0
 insmod "$REPO/selftests/fabric/ntb_hw_ivshmem.ko" || exit 1
 insmod "$REPO/ntbsmc/ntbsmc.ko" || exit 1
-NTB=$(ls /sys/bus/ntb/devices | head -1)
 wait_for 60 "ntbsmc link" sh -c "dmesg | grep -q 'ntbsmc: link active'"
 barrier up
 X=$REPO/selftests/ulp/xfer.py
-if [ "$me" = b ]; then
-	python3 "$X" server 10.77.0.2 7001 --ulp --conns 2 >/tmp/s1 &
-	python3 "$X" server 10.77.0.2 7002 --conns 1 >/tmp/s2 &
-	barrier listening
+NB=$REPO/selftests/ulp/nbench
+CLI=$REPO/netlink-tool/ntbsmc
+RUNNER=$REPO/netlink-tool/ntbsmc_run
+SRV=10.77.0.2
+
+# The views an operator has while a connection is open, on both hosts.
+views() {
+	python3 "$REPO/selftests/ulp/hold.py" "$1" "$SRV" 7004 "$SYNC/release" >/dev/null &
+	wait_for 60 "the held connection" sh -c "$CLI -j conn show | grep -q ntb"
+	barrier held
+	echo "--- VM $me: ntbsmc linkgroup show"
+	"$CLI" linkgroup show
+	echo "--- VM $me: ntbsmc conn show -a"
+	"$CLI" conn show -a
+	barrier viewed
+	touch "$SYNC/release"
 	wait
+}
+
+if [ "$me" = b ]; then
+	# an unmodified server program under ntbsmc_run, and one without ntbsmc
+	"$RUNNER" python3 "$X" server $SRV 7001 --conns 2 >/tmp/s1 &
+	python3 "$X" server $SRV 7002 --conns 1 >/tmp/s2 &
+	"$NB" server --ulp $SRV 7011 &
+	"$NB" server $SRV 7012 &
+	wait_for 60 "servers" listening 7012
+	barrier listening
+	barrier measured
+	kill %3 %4 2>/dev/null
+	wait %1 %2
+	views server
 	barrier done
 	exit 0
 fi
@@ -28,23 +53,33 @@ show() {	# TITLE JSON
 import json, sys
 t, r = sys.argv[1], json.loads(sys.argv[2])
 how = 'NTB' if r['mode'] == 'ntb' else 'TCP (fallback: %s)' % r['reason'] if r['reason'] != 'no_ulp' else 'TCP'
-print('%-38s %-28s %-7s %8.1f MB/s   %s bytes over NTB' % (t, how,
-      'intact' if r.get('intact', True) else 'CORRUPT', r['mb_per_s'], r.get('ntb_tx_bytes', 0)))
+print('%-40s %-28s %-7s %s bytes over NTB' % (t, how,
+      'intact' if r.get('intact', True) else 'CORRUPT', r.get('ntb_tx_bytes', 0)))
 PY
 }
-r1=$(python3 "$X" client 10.77.0.2 7001 --ulp --bytes "$BYTES")
-r2=$(python3 "$X" client 10.77.0.2 7002 --ulp --bytes 1000000)
-r3=$(python3 "$X" client 10.77.0.2 7001 --bytes "$BYTES")
-barrier done
-echo "ntbsmc demo: VM a -> VM b, $BYTES bytes"
+r1=$("$RUNNER" python3 "$X" client $SRV 7001 --bytes "$BYTES")
+r2=$(python3 "$X" client $SRV 7002 --ulp --bytes 1000000)
+r3=$(python3 "$X" client $SRV 7001 --bytes 1000000)
+t1=$("$NB" client --ulp $SRV 7011 stream 65536 5)
+t2=$("$NB" client $SRV 7012 stream 65536 5)
+l1=$("$NB" client --ulp $SRV 7011 rr 2000)
+l2=$("$NB" client $SRV 7012 rr 2000)
+barrier measured
+echo "ntbsmc demo: VM a -> VM b over an emulated NTB link (and virtio-net for TCP)"
 echo
-printf '%-38s %-28s %-7s %13s\n' "connection" "ran over" "data" "throughput"
-show "ULP client -> ULP server" "$r1"
+printf '%-40s %-28s %-7s\n' "connection ($BYTES / 1000000 bytes, SHA-256 checked)" "ran over" "data"
+show "unmodified client under ntbsmc_run" "$r1"
 show "ULP client -> server without ULP" "$r2"
 show "plain TCP client -> ULP server" "$r3"
 echo
-"$REPO/netlink-tool/ntbsmc" linkgroup show 2>/dev/null || true
+echo "throughput and latency (nbench, 64 KiB writes for 5 s; 1-byte ping-pong x2000):"
+printf '  %-16s %s\n' "ntbsmc:" "$(echo "$t1" | awk '{print $3 " MB/s"}'), round trip median $(echo "$l1" | awk '{print $3 " us, p99 " $6 " us"}') ($(echo "$t1" | awk '{print $NF}'))"
+printf '  %-16s %s\n' "TCP (virtio):" "$(echo "$t2" | awk '{print $3 " MB/s"}'), round trip median $(echo "$l2" | awk '{print $3 " us, p99 " $6 " us"}') ($(echo "$t2" | awk '{print $NF}'))"
+echo
+views client
 ok=ok
 python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if r["mode"]=="ntb" and r["intact"] and r["ntb_tx_bytes"]>=r["bytes"] else 1)' "$r1" || ok=FAILED
 python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if r["mode"]=="tcp" and r["reason"]=="peer_no_offer" and r["intact"] else 1)' "$r2" || ok=FAILED
+case "$t1" in *"mode ntb"*) ;; *) ok=FAILED ;; esac
+barrier done
 echo "RESULT $ok"

@@ -1,15 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make demo: two VMs joined by an emulated NTB link and by virtio-net. In VM b a
-# server opts in with TCP_ULP "ntbsmc", a second one does not; VM a connects to
-# both with the ULP set and to the first again as plain TCP, and shows how each
-# connection ran, whether the bytes arrived intact, and the throughput.
+# make demo: two VMs joined by an emulated NTB link and by virtio-net. In VM b an
+# unmodified server runs under ntbsmc_run, a second one without ntbsmc; VM a
+# connects to both (an unmodified client under ntbsmc_run, a client that sets
+# TCP_ULP, a plain TCP client) and shows how each connection ran, whether the
+# bytes arrived intact, throughput and round trip next to TCP between the same
+# VMs, then both VMs' link group and connection views (ntbsmc linkgroup/conn show).
+# On the guest kernel without debug options (DEMO_KERNEL=debug for the other).
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO" || exit 1
 source "$REPO/selftests/vm/host.sh"
-vm_prepare "${DEMO_KERNEL:-debug}" || exit 1
+vm_prepare "${DEMO_KERNEL:-nodebug}" || exit 1
 
 RUN=${NTBSMC_OUT:-$REPO/selftests/output}/demo-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RUN"
@@ -30,6 +33,7 @@ vm_start_pair
 vm_wait a b
 echo
 cat "$RUN/demo.a" 2>/dev/null || { echo "VM a produced no output: see $RUN"; exit 1; }
+sed -n '/^--- VM b/,$p' "$RUN/demo.b" 2>/dev/null
 if splats=$(vm_splats "$RUN/console.a.log" "$RUN/console.b.log"); then
 	echo "Guest kernel logs: clean ($RUN)"
 else
