@@ -180,6 +180,8 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->err) {
 		spin_unlock_irqrestore(&conn->lock, flags);
+		/* Already reset: a closed one may have waited for this link to go. */
+		conn_maybe_release(conn);
 		return;
 	}
 	/* Tell the peer, unless the link itself is what failed. */
@@ -223,6 +225,12 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 	if (le32_to_cpu(READ_ONCE(c->token)) != conn->my_token)
 		return 0;	/* the peer has not written this connection's block yet */
 	flags = le32_to_cpu(READ_ONCE(c->flags));
+	if (conn->err) {
+		/* We reset it, perhaps over these very cursors: only the peer's
+		 * acknowledgement matters now, which frees the slot. */
+		conn->peer_flags |= flags & (NTBSMC_F_CLOSED | NTBSMC_F_ABORT);
+		return 0;
+	}
 	rmb();	/* the peer wrote its cursors before the flags that follow them */
 	prod = le64_to_cpu(READ_ONCE(c->prod));
 	cons = le64_to_cpu(READ_ONCE(c->cons));
