@@ -1,13 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # When ntbsmc cannot be used, the connection stays TCP, byte-exact, with a reason;
-# when a peer misbehaves, the connection falls back or is reset within a bound:
+# when a peer misbehaves in the handshake, the connection falls back or is reset
+# within a bound:
 #   - Linux SMC (AF_SMC) server or client against an ntbsmc peer
 #   - malformed handshakes (fault_clc: truncated, garbage, oversized, late server)
-#   - a hostile window writer (fault_cursor_port): that connection resets, a
-#     concurrent one finishes intact over NTB
-#   - the link going down under a connection: reset within a bound; TCP while it
-#     is down; NTB again once it is back
+# (A misbehaving peer after the handshake, and the link going down under a
+# connection: ulp/hostile.sh.)
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
@@ -89,83 +88,4 @@ done
 [ "$ROLE" = a ] && check "fault_clc: no handshake error counted" \
 	[ "$(inns "$NTBSMC_CLI" -j stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["handshake_errors"])')" -gt 0 ]
 
-# A hostile window writer: host b's send on one connection publishes an impossible
-# cursor; that connection is reset, a concurrent one finishes intact over NTB.
-good=$((port + 1)) bad=$((port + 2))
-port=$((port + 2))
-if [ "$ROLE" = a ]; then
-	inns python3 "$XFER" server "$MY_IP" $good --ulp >$WORK/good.json &
-	g=$!
-	inns python3 "$XFER" server "$MY_IP" $bad --ulp --allow-reset >$WORK/bad.json &
-	b=$!
-	wait_for 90 "servers" listening $bad
-	wait_for 90 "servers" listening $good
-	barrier hostile-listening
-	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
-	wait $b
-	out=$(tail -1 $WORK/good.json)
-	log "healthy: $out"
-	check "healthy connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)" = ntb ] && [ "$(jfield "$out" intact)" = True ]
-	out=$(tail -1 $WORK/bad.json)
-	log "hostile: $out"
-	check "hostile connection not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
-else
-	barrier hostile-listening
-	inns python3 "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >$WORK/good.json &
-	g=$!
-	sleep 1
-	echo $bad >$P/fault_cursor_port
-	inns python3 "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
-	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
-	log "hostile (sender side): $(tail -1 $WORK/bad.json)"
-fi
-barrier hostile-done
-
-# Link down under a running connection: both ends are reset within a bound; while
-# the link is down new connections stay TCP; then it comes back.
-port=$((port + 1))
-if [ "$ROLE" = a ]; then
-	inns python3 "$XFER" server "$MY_IP" $port --ulp --allow-reset >$WORK/down.json &
-	srv=$!
-	wait_for 90 "server on $port" listening $port
-	barrier down-listening
-	barrier unbound
-	t0=$(now_us)
-	echo "ntbsmc-test: setup" >/dev/kmsg	# wait for a fresh link later
-	wait $srv
-	ms=$((($(now_us) - t0) / 1000))
-	out=$(tail -1 $WORK/down.json)
-	log "link down, server: $out (${ms} ms after the unbind was announced)"
-	check "server not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
-	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
-else
-	barrier down-listening
-	inns python3 "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 1073741824 \
-		>$WORK/down.json &
-	cli=$!
-	sleep 3
-	echo "ntbsmc-test: unbind" >/dev/kmsg
-	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
-	t0=$(now_us)
-	barrier unbound
-	wait $cli
-	ms=$((($(now_us) - t0) / 1000))
-	out=$(tail -1 $WORK/down.json)
-	log "link down, client: $out (${ms} ms after the unbind)"
-	check "client not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
-	check "client took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
-fi
-one while_down "--ulp" "--ulp --bytes 100000 --both"
-check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)" = tcp ] && [ "$(jfield "$out" intact)" = True ]
-if [ "$ROLE" = b ]; then
-	echo "ntbsmc-test: setup" >/dev/kmsg
-	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
-	[ "$TOPO" = onevm ] && run "$NTBSMC_CLI" dev set "$NTB" netns b
-fi
-barrier rebound
-ulp_wait_active
-one after_down "--ulp" "--ulp --bytes 100000"
-check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
 checked

@@ -1,0 +1,129 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# After the handshake:
+#   - a hostile window writer (fault_cursor_port): that connection resets, a
+#     concurrent one finishes intact over NTB
+#   - the link going down under a connection: reset within a bound; TCP while it
+#     is down; NTB again once it is back
+# Not in make check's suite yet: see README ("Status").
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+case $1 in
+setup)
+	ulp_setup
+	exit ;;
+cleanup)
+	echo 0 >/sys/module/ntbsmc/parameters/fault_cursor_port 2>/dev/null
+	ulp_cleanup
+	exit ;;
+esac
+
+ulp_wait_active
+port=6100
+P=/sys/module/ntbsmc/parameters
+T_MS=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
+
+# one NAME SERVER_OPTS CLIENT_OPTS: host a serves, host b connects; leaves the
+# JSON result of this host in $out.
+one() {
+	local name=$1 sopts=$2 copts=$3
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" server "$MY_IP" $port $sopts >"$WORK/$name.json" &
+		local srv=$!
+		wait_for 90 "server on $port" listening $port
+		barrier "$name-listening"
+		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
+	else
+		barrier "$name-listening"
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" client "$PEER_IP" $port $copts >"$WORK/$name.json" ||
+			check "$name: client failed: $(cat "$WORK/$name.json")" false
+	fi
+	out=$(tail -1 "$WORK/$name.json")
+	log "$name: $out"
+	barrier "$name-done"
+}
+
+# A hostile window writer: host b's send on one connection publishes an impossible
+# cursor; that connection is reset, a concurrent one finishes intact over NTB.
+good=$((port + 1)) bad=$((port + 2))
+port=$((port + 2))
+if [ "$ROLE" = a ]; then
+	inns python3 "$XFER" server "$MY_IP" $good --ulp >$WORK/good.json &
+	g=$!
+	inns python3 "$XFER" server "$MY_IP" $bad --ulp --allow-reset >$WORK/bad.json &
+	b=$!
+	wait_for 90 "servers" listening $bad
+	wait_for 90 "servers" listening $good
+	barrier hostile-listening
+	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
+	wait $b
+	out=$(tail -1 $WORK/good.json)
+	log "healthy: $out"
+	check "healthy connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
+		[ "$(jfield "$out" mode)" = ntb ] && [ "$(jfield "$out" intact)" = True ]
+	out=$(tail -1 $WORK/bad.json)
+	log "hostile: $out"
+	check "hostile connection not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
+else
+	barrier hostile-listening
+	inns python3 "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >$WORK/good.json &
+	g=$!
+	sleep 1
+	echo $bad >$P/fault_cursor_port
+	inns python3 "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
+	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
+	log "hostile (sender side): $(tail -1 $WORK/bad.json)"
+fi
+barrier hostile-done
+
+# Link down under a running connection: both ends are reset within a bound; while
+# the link is down new connections stay TCP; then it comes back.
+port=$((port + 1))
+if [ "$ROLE" = a ]; then
+	inns python3 "$XFER" server "$MY_IP" $port --ulp --allow-reset >$WORK/down.json &
+	srv=$!
+	wait_for 90 "server on $port" listening $port
+	barrier down-listening
+	barrier unbound
+	t0=$(now_us)
+	echo "ntbsmc-test: setup" >/dev/kmsg	# wait for a fresh link later
+	wait $srv
+	ms=$((($(now_us) - t0) / 1000))
+	out=$(tail -1 $WORK/down.json)
+	log "link down, server: $out (${ms} ms after the unbind was announced)"
+	check "server not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
+else
+	barrier down-listening
+	inns python3 "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 1073741824 \
+		>$WORK/down.json &
+	cli=$!
+	sleep 3
+	echo "ntbsmc-test: unbind" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
+	t0=$(now_us)
+	barrier unbound
+	wait $cli
+	ms=$((($(now_us) - t0) / 1000))
+	out=$(tail -1 $WORK/down.json)
+	log "link down, client: $out (${ms} ms after the unbind)"
+	check "client not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "client took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
+fi
+one while_down "--ulp" "--ulp --bytes 100000 --both"
+check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
+	[ "$(jfield "$out" mode)" = tcp ] && [ "$(jfield "$out" intact)" = True ]
+if [ "$ROLE" = b ]; then
+	echo "ntbsmc-test: setup" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
+	[ "$TOPO" = onevm ] && run "$NTBSMC_CLI" dev set "$NTB" netns b
+fi
+barrier rebound
+ulp_wait_active
+one after_down "--ulp" "--ulp --bytes 100000"
+check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
+checked
