@@ -86,11 +86,14 @@ vm_start_pair() {
 	local netport
 	local VM_SMP=1
 	netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	# distinct MACs: QEMU would give both NICs its one default address
 	vm_start a $(vm_ntb_port fabric 0) \
-		-netdev "socket,id=n0,listen=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+		-netdev "socket,id=n0,listen=127.0.0.1:$netport" \
+		-device virtio-net-pci,netdev=n0,mac=52:54:00:4e:54:0a
 	sleep 1
 	vm_start b $(vm_ntb_port fabric 0) \
-		-netdev "socket,id=n0,connect=127.0.0.1:$netport" -device virtio-net-pci,netdev=n0
+		-netdev "socket,id=n0,connect=127.0.0.1:$netport" \
+		-device virtio-net-pci,netdev=n0,mac=52:54:00:4e:54:0b
 }
 
 # vm_pid VM: the process that runs VM (timeout(1) around QEMU: it ends with QEMU).
