@@ -39,8 +39,13 @@ def recv_n(s, n):
 def main():
     role, addr, port, release = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     fam = socket.AF_INET6 if ':' in addr else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    s.setsockopt(SOL_TCP, TCP_ULP, b'ntbsmc')
+
+    def mksock():
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(SOL_TCP, TCP_ULP, b'ntbsmc')
+        return s
+
+    s = mksock()
     if role == 'server':
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((addr, port))
@@ -51,16 +56,19 @@ def main():
         recv_n(c, N)
         c.sendall(b'y' * N)
     else:
-        s.settimeout(120)
         end = time.monotonic() + 30
         while True:
+            # a fresh socket per attempt (see xfer.py)
+            s.settimeout(120)
             try:
                 s.connect((addr, port))
                 break
             except ConnectionRefusedError:
+                s.close()
                 if time.monotonic() > end:
                     raise
                 time.sleep(0.1)
+                s = mksock()
         c = s
         c.sendall(b'x' * N)
         recv_n(c, N)

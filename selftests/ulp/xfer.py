@@ -183,17 +183,20 @@ def run(a, fam):
             s.close()
     else:
         for i in range(a.conns):
-            s = mksock(fam, a.smc)
-            if a.ulp:
-                s.setsockopt(SOL_TCP, TCP_ULP, b'ntbsmc')
-            s.settimeout(120)
             end = time.monotonic() + 30
             while True:
+                # a fresh socket per attempt: after a refused non-blocking
+                # connect, connecting the same socket again is ECONNABORTED
+                s = mksock(fam, a.smc)
+                if a.ulp:
+                    s.setsockopt(SOL_TCP, TCP_ULP, b'ntbsmc')
+                s.settimeout(120)
                 try:
                     s.connect((a.addr, a.port))
                     CONNECTED = time.monotonic()
                     break
                 except ConnectionRefusedError:
+                    s.close()
                     if time.monotonic() > end:
                         raise
                     time.sleep(0.1)
