@@ -50,13 +50,8 @@ void usage_check(FILE *f)
 static bool valid_port(const char *s)
 {
 	unsigned long v;
-	char *end;
 
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	return !*end && !errno && v && v <= 65535;
+	return parse_decimal(s, 65535, &v) && v;
 }
 
 /* Seconds, fractions allowed: "5", "0.5". */
@@ -77,13 +72,7 @@ static bool parse_timeout(const char *s, long *ms)
 
 static bool parse_count(const char *s, unsigned long *count)
 {
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*count = strtoul(s, &end, 10);
-	return !*end && !errno && *count && *count <= UINT32_MAX;
+	return parse_decimal(s, UINT32_MAX, count) && *count;
 }
 
 static int parse_args(int argc, char **argv, struct check_opts *o)

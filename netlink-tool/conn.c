@@ -129,13 +129,8 @@ static const struct keyword family_keywords[] = {
 static int parse_port(const char *s)
 {
 	unsigned long v;
-	char *end;
 
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	return *end || errno || v > 65535 ? -1 : (int)v;
+	return parse_decimal(s, 65535, &v) ? (int)v : -1;
 }
 
 static int set_once(int *field, int value, const char *name)

@@ -37,6 +37,17 @@ int fail(int code, const char *fmt, ...)
 	return code;
 }
 
+bool parse_decimal(const char *s, unsigned long max, unsigned long *val)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*val = strtoul(s, &end, 10);
+	return !*end && !errno && *val <= max;
+}
+
 int usage_error(const char *help, const char *fmt, ...)
 {
 	va_list ap;

@@ -31,6 +31,8 @@ extern bool show_details;
 int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Like fail(EXIT_USAGE, ...), adding a pointer to "ntbsmc HELP help". */
 int usage_error(const char *help, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A whole decimal number, digits only, at most MAX; false otherwise. */
+bool parse_decimal(const char *s, unsigned long max, unsigned long *val);
 
 /*
  * Keywords are prefix-matched: an exact name or alias wins, else the one entry the
