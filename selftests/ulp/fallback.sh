@@ -26,40 +26,17 @@ port=6100
 P=/sys/module/ntbsmc/parameters
 T_MS=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
 
-# one NAME SERVER_OPTS CLIENT_OPTS: host a serves, host b connects; leaves the
-# JSON result of this host in $out.
-one() {
-	local name=$1 sopts=$2 copts=$3
-	port=$((port + 1))
-	if [ "$ROLE" = a ]; then
-		# shellcheck disable=SC2086
-		inns python3 "$XFER" server "$MY_IP" $port $sopts >"$WORK/$name.json" &
-		local srv=$!
-		wait_for 90 "server on $port" listening $port
-		barrier "$name-listening"
-		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
-	else
-		barrier "$name-listening"
-		# shellcheck disable=SC2086
-		inns python3 "$XFER" client "$PEER_IP" $port $copts >"$WORK/$name.json" ||
-			check "$name: client failed: $(cat "$WORK/$name.json")" false
-	fi
-	out=$(tail -1 "$WORK/$name.json")
-	log "$name: $out"
-	barrier "$name-done"
-}
-
 # Linux SMC peers: both ends end on TCP with the application's bytes intact, both
 # directions. A Linux SMC server never answers our HELLO, so the ntbsmc client
 # falls back on its timeout unless the server spoke first.
-one smc_server "--smc" "--ulp --bytes 300000 --both"
+xfer_one smc_server "--smc" "--ulp --bytes 300000 --both"
 check "smc_server: not intact" [ "$(jfield "$out" intact)" = True ]
 if [ "$ROLE" = b ]; then
 	r=$(jfield "$out" reason)
 	check "smc_server: client mode $(jfield "$out" mode) reason $r" \
 		[ "$(jfield "$out" mode)" = tcp ] && [ "$r" = timeout -o "$r" = peer_smc ]
 fi
-one smc_client "--ulp" "--smc --bytes 300000 --both"
+xfer_one smc_client "--ulp" "--smc --bytes 300000 --both"
 check "smc_client: not intact" [ "$(jfield "$out" intact)" = True ]
 if [ "$ROLE" = a ]; then
 	check "smc_client: server mode $(jfield "$out" mode) reason $(jfield "$out" reason)" \
@@ -72,7 +49,7 @@ fi
 for f in 1 2 3 4; do
 	[ "$ROLE" = a ] && echo $f >$P/fault_clc
 	barrier "fault$f-set"
-	one "fault$f" "--ulp --allow-reset" "--ulp --allow-reset --bytes 100000 --both"
+	xfer_one "fault$f" "--ulp --allow-reset" "--ulp --allow-reset --bytes 100000 --both"
 	o=$(jfield "$out" outcome)
 	if [ "$o" = ok ]; then
 		check "fault$f: fell back but not intact" [ "$(jfield "$out" intact)" = True ]

@@ -22,30 +22,6 @@ esac
 ulp_wait_active
 port=6100
 P=/sys/module/ntbsmc/parameters
-T_MS=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
-
-# one NAME SERVER_OPTS CLIENT_OPTS: host a serves, host b connects; leaves the
-# JSON result of this host in $out.
-one() {
-	local name=$1 sopts=$2 copts=$3
-	port=$((port + 1))
-	if [ "$ROLE" = a ]; then
-		# shellcheck disable=SC2086
-		inns python3 "$XFER" server "$MY_IP" $port $sopts >"$WORK/$name.json" &
-		local srv=$!
-		wait_for 90 "server on $port" listening $port
-		barrier "$name-listening"
-		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
-	else
-		barrier "$name-listening"
-		# shellcheck disable=SC2086
-		inns python3 "$XFER" client "$PEER_IP" $port $copts >"$WORK/$name.json" ||
-			check "$name: client failed: $(cat "$WORK/$name.json")" false
-	fi
-	out=$(tail -1 "$WORK/$name.json")
-	log "$name: $out"
-	barrier "$name-done"
-}
 
 # A hostile window writer: host b's send on one connection publishes an impossible
 # cursor; that connection is reset, a concurrent one finishes intact over NTB.
@@ -114,7 +90,7 @@ else
 	check "client not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
 	check "client took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 fi
-one while_down "--ulp" "--ulp --bytes 100000 --both"
+xfer_one while_down "--ulp" "--ulp --bytes 100000 --both"
 check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
 	[ "$(jfield "$out" mode)" = tcp ] && [ "$(jfield "$out" intact)" = True ]
 if [ "$ROLE" = b ]; then
@@ -124,6 +100,6 @@ if [ "$ROLE" = b ]; then
 fi
 barrier rebound
 ulp_wait_active
-one after_down "--ulp" "--ulp --bytes 100000"
+xfer_one after_down "--ulp" "--ulp --bytes 100000"
 check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
 checked

@@ -43,3 +43,27 @@ ulp_wait_active() {
 		"dmesg | tac | sed '/ntbsmc-test: setup/q' | grep -q '$NTB: ntbsmc: link active'"
 	barrier ulp_active
 }
+
+# xfer_one NAME SERVER_OPTS CLIENT_OPTS: one xfer.py transfer on the next $port;
+# host a serves, host b connects; a failure is recorded (check), the JSON result
+# of this host is left in $out.
+xfer_one() {
+	local name=$1 sopts=$2 copts=$3
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" server "$MY_IP" $port $sopts >"$WORK/$name.json" &
+		local srv=$!
+		wait_for 90 "server on $port" listening $port
+		barrier "$name-listening"
+		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
+	else
+		barrier "$name-listening"
+		# shellcheck disable=SC2086
+		inns python3 "$XFER" client "$PEER_IP" $port $copts >"$WORK/$name.json" ||
+			check "$name: client failed: $(cat "$WORK/$name.json")" false
+	fi
+	out=$(tail -1 "$WORK/$name.json")
+	log "$name: $out"
+	barrier "$name-done"
+}
