@@ -11,7 +11,7 @@ DEBIAN_KDIR ?= $(firstword $(wildcard /usr/src/linux-headers-*-amd64))
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Werror -std=gnu11
 
-TOOLS := selftests/vm/ivshmem-server selftests/ulp/nbench
+TOOLS := selftests/vm/ivshmem-server
 MODULE_SRCS := $(filter-out %.mod.c,$(wildcard ntbsmc/*.c selftests/fabric/*.c))
 
 all: modules tools
@@ -26,9 +26,6 @@ tools: $(TOOLS)
 
 selftests/vm/ivshmem-server: selftests/vm/ivshmem-server.c
 	$(CC) $(CFLAGS) -o $@ $<
-
-selftests/ulp/nbench: selftests/ulp/nbench.c include/uapi/linux/ntbsmc.h
-	$(CC) $(CFLAGS) -Iinclude/uapi -o $@ $<
 
 # Debian's kernel has no NTB core, so modules cannot link against it; every object
 # must still compile warning-free with W=1 against its headers (in a private tree,

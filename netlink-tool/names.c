@@ -6,7 +6,9 @@
 
 #include <linux/ntbsmc.h>
 
-#include "tool.h"
+#include "names.h"
+
+#define ARRAY_SIZE(a)	((unsigned int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *const mode_names[__NTBSMC_MODE_MAX] = {
 	[NTBSMC_MODE_HANDSHAKE]	= "handshake",

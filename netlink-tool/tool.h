@@ -9,6 +9,7 @@
 
 #include <netlink/attr.h>
 
+#include "names.h"
 #include "print.h"
 
 #define ARRAY_SIZE(a)	((int)(sizeof(a) / sizeof((a)[0])))
@@ -71,16 +72,6 @@ void usage_lgr(FILE *f);
 void usage_stats(FILE *f);
 void usage_conn(FILE *f);
 void usage_check(FILE *f);
-
-/* ---- names of the module's values (names.c); unknown ones get BUF ---- */
-
-/* "handshake", "ntb", "tcp", "listen"; else "unknown(N)". */
-const char *mode_name(unsigned int mode, char *buf, size_t size);
-/* "peer_no_offer", ...; else "reason_N". */
-const char *reason_name(unsigned int reason, char *buf, size_t size);
-bool reason_known(unsigned int reason);
-/* TCP state as ss(8) prints it ("ESTAB", "LISTEN", ...); else "UNKNOWN(N)". */
-const char *tcp_state_name(unsigned int state, char *buf, size_t size);
 
 /* ---- talking to the kernel module (nl.c) ---- */
 

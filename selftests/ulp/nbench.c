@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "names.h"
+
 #ifndef TCP_ULP
 #define TCP_ULP 31
 #endif
@@ -80,20 +82,16 @@ static int new_socket(int family)
 
 static const char *mode_of(int fd)
 {
-	static const char *const reasons[] = {
-		"none", "peer_no_offer", "peer_smc", "no_fabric", "link_down", "no_buffer",
-		"no_memory", "version", "timeout", "declined", "disabled", "protocol",
-	};
 	static char buf[64];
 	struct ntbsmc_info info;
 	socklen_t len = sizeof(info);
+	char rb[32];
 
 	if (getsockopt(fd, SOL_NTBSMC, NTBSMC_INFO, &info, &len))
 		return "tcp";
 	if (info.mode == NTBSMC_MODE_NTB)
 		return "ntb";
-	snprintf(buf, sizeof(buf), "tcp:%s",
-		 info.reason < sizeof(reasons) / sizeof(reasons[0]) ? reasons[info.reason] : "?");
+	snprintf(buf, sizeof(buf), "tcp:%s", reason_name(info.reason, rb, sizeof(rb)));
 	return buf;
 }
 

@@ -30,6 +30,8 @@
 #include <linux/sockios.h>
 #include <linux/ntbsmc.h>
 
+#include "names.h"
+
 #ifndef SOL_TCP
 #define SOL_TCP		6
 #endif
@@ -198,23 +200,9 @@ static int skip(struct ctx *c, const char *reason)
 	return R_SKIP;
 }
 
-static const char *mode_name(uint32_t m)
-{
-	static const char * const n[] = { "HANDSHAKE", "NTB", "TCP", "LISTEN" };
-
-	return m < sizeof(n) / sizeof(n[0]) ? n[m] : "?";
-}
-
-static const char *reason_name(uint32_t r)
-{
-	static const char * const n[] = {
-		"NONE", "PEER_NO_OFFER", "PEER_SMC", "NO_FABRIC", "LINK_DOWN",
-		"NO_BUFFER", "NO_MEMORY", "VERSION", "TIMEOUT", "DECLINED",
-		"DISABLED", "PROTOCOL",
-	};
-
-	return r < sizeof(n) / sizeof(n[0]) ? n[r] : "?";
-}
+/* The module's names (netlink-tool/names.c), valid until the end of the enclosing block. */
+#define MODE_NAME(m)	mode_name((m), (char[32]){ 0 }, 32)
+#define REASON_NAME(r)	reason_name((r), (char[32]){ 0 }, 32)
 
 static const char *fmt_sa(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
@@ -445,8 +433,8 @@ static int check_mode(struct ctx *c, struct tconn *t, const char *what)
 
 		if (info.mode != want)
 			return fail(c, "%s: mode %s (reason %s, peer_reason %s), expected %s",
-				    what, mode_name(info.mode), reason_name(info.reason),
-				    reason_name(info.peer_reason), mode_name(want));
+				    what, MODE_NAME(info.mode), REASON_NAME(info.reason),
+				    REASON_NAME(info.peer_reason), MODE_NAME(want));
 	}
 	t->ntb = info.mode == NTBSMC_MODE_NTB && opt.expect == EXPECT_NTB;
 	t->base = info;
@@ -465,7 +453,7 @@ static int counters_ok(struct ctx *c, int i, bool report)
 		return fail(c, "conn %d: NTBSMC_INFO: %s", i, en(errno));
 	if (info.mode != NTBSMC_MODE_NTB)
 		return fail(c, "conn %d: mode changed to %s (reason %s)", i,
-			    mode_name(info.mode), reason_name(info.reason));
+			    MODE_NAME(info.mode), REASON_NAME(info.reason));
 	dtx = info.tx_bytes - t->base.tx_bytes;
 	drx = info.rx_bytes - t->base.rx_bytes;
 	if (dtx >= t->tx && drx >= t->rx)
@@ -2349,7 +2337,7 @@ static int ulp_states_client(struct ctx *c)
 		return fail(c, "NTBSMC_INFO on a listening socket: %s", en(errno));
 	if (info.mode != NTBSMC_MODE_LISTEN)
 		return fail(c, "NTBSMC_INFO on a listening socket: mode %s, expected LISTEN",
-			    mode_name(info.mode));
+			    MODE_NAME(info.mode));
 
 	/* a connected socket (without the ULP) */
 	fd = data_connect_ex(c, false, false);
@@ -2627,7 +2615,7 @@ static int run_server(struct ctx *c)
 		if (get_info(c->lfd, &info, &len))
 			printf("# server: listening socket: NTBSMC_INFO: %s\n", en(errno));
 		else
-			printf("# server: listening socket: mode %s\n", mode_name(info.mode));
+			printf("# server: listening socket: mode %s\n", MODE_NAME(info.mode));
 	}
 	p.fd = cl;
 	p.events = POLLIN;
