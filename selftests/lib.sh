@@ -33,7 +33,13 @@ _kill_jobs() {
 }
 trap _kill_jobs EXIT
 
-log() { echo "# [$ROLE $(cut -d' ' -f1 /proc/uptime)] $*"; }
+# Guest scripts start as few processes as they can: under emulation with the debug
+# kernel one fork+exec costs about a second of the guest's time.
+log() {
+	local up _
+	read -r up _ </proc/uptime
+	echo "# [$ROLE $up] $*"
+}
 fail() { echo "# [$ROLE] FAIL: $*"; exit 1; }
 
 # check DESCRIPTION CMD...: like an assertion, but the test goes on (so that the
@@ -48,6 +54,15 @@ check() {
 	return 1
 }
 checked() { exit $_failed; }
+# one_of VALUE WORD...: VALUE is one of the WORDs.
+one_of() {
+	local v=$1 w
+	shift
+	for w; do
+		[ "$v" = "$w" ] && return 0
+	done
+	return 1
+}
 skip() { echo "# [$ROLE] SKIP: $*"; exit $KSFT_SKIP; }
 
 # run CMD...: logs and runs a command, failing the test when it fails.
@@ -82,6 +97,20 @@ listening() {
 	inns ss -ltn | grep -q ":$1 "
 }
 
+# pid_listening PID PORT: something listens on TCP PORT in the network namespace of
+# process PID; read from /proc without starting a process.
+pid_listening() {
+	local hex f _sl local _rem st _rest
+	printf -v hex ':%04X' "$2"
+	for f in "/proc/$1/net/tcp" "/proc/$1/net/tcp6"; do
+		[ -r "$f" ] || continue
+		while read -r _sl local _rem st _rest; do
+			[ "$st" = 0A ] && [[ $local == *"$hex" ]] && return 0
+		done <"$f"
+	done
+	return 1
+}
+
 # carrier_up IFACE: the interface in this host's namespace has a carrier.
 carrier_up() {
 	[ "$(inns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]
@@ -101,7 +130,7 @@ wait_for() {
 
 # barrier NAME: both roles reach NAME before either goes on.
 barrier() {
-	touch "$SYNC/$ROLE.$1"
+	: >"$SYNC/$ROLE.$1"
 	wait_for 120 "$PEER to reach barrier '$1'" test -e "$SYNC/$PEER.$1"
 }
 

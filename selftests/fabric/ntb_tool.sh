@@ -18,16 +18,18 @@ run sh -c "echo Y >$T/link"
 run timeout 30 sh -c "echo Y >$T/peer0/link_event"
 
 # Scratchpads: write every one of the peer's, read every one of ours.
-nspad=$(ls "$T"/peer0 | grep -c '^spad')
+spads=("$T"/peer0/spad*)
+nspad=${#spads[@]}
 [ "$nspad" -ge 8 ] || fail "only $nspad scratchpads"
-for i in $(seq 0 $((nspad - 1))); do
+for ((i = 0; i < nspad; i++)); do
 	echo $((0x5a000000 + i * 7 + ($ROLE == a ? 0 : 0x100000))) >"$T/peer0/spad$i" ||
 		fail "write peer spad$i"
 done
 barrier spads_written
-for i in $(seq 0 $((nspad - 1))); do
+for ((i = 0; i < nspad; i++)); do
 	want=$((0x5a000000 + i * 7 + ($PEER == a ? 0 : 0x100000)))
-	got=$(($(cat "$T/spad$i")))
+	read -r got <"$T/spad$i"
+	got=$((got))
 	[ "$got" = "$want" ] || fail "spad$i: read $got, peer wrote $want"
 done
 log "$nspad scratchpads crossed"
@@ -36,16 +38,17 @@ barrier spads_checked
 # Doorbells: the ringer rings every valid bit, one at a time; all of them must be
 # pending at the other end. Then a masked bit rung twice is one pending bit, and
 # stays pending until cleared.
-valid=$(($(cat "$T/db_valid_mask")))
+read -r valid <"$T/db_valid_mask"
+valid=$((valid))
 nbits=0
-for bit in $(seq 0 63); do
+for ((bit = 0; bit < 64; bit++)); do
 	[ $(((valid >> bit) & 1)) = 1 ] && nbits=$((nbits + 1))
 done
 [ "$nbits" -ge 16 ] || fail "only $nbits doorbell bits"
 for ringer in a b; do
 	if [ "$ROLE" = "$ringer" ]; then
 		barrier "db_ready_$ringer"
-		for bit in $(seq 0 $((nbits - 1))); do
+		for ((bit = 0; bit < nbits; bit++)); do
 			echo "s $((1 << bit))" >"$T/peer_db" || fail "ring bit $bit"
 		done
 		barrier "db_rung_$ringer"

@@ -13,40 +13,21 @@ esac
 
 ulp_wait_active
 port=6000
-# xfer_case NAME SERVER_OPTS CLIENT_OPTS MODE SERVER_REASON CLIENT_REASON
-# Host a serves, host b connects; "-6" in CLIENT_OPTS runs it over IPv6; with
-# RUNNER set both programs run under it.
+# xfer_case NAME SERVER_OPTS CLIENT_OPTS MODE SERVER_REASON CLIENT_REASON: one
+# xfer_one transfer, then its mode, reason, bytes and (NTB mode) NTB counters.
 xfer_case() {
-	local name=$1 sopts=$2 copts=$3 mode=$4 reason out my=$MY_IP peer=$PEER_IP
-	port=$((port + 1))
+	local name=$1 mode=$4 reason n ntb
 	[ "$ROLE" = a ] && reason=$5 || reason=$6
-	case " $copts " in *" -6 "*) my=$MY_IP6 peer=$PEER_IP6 copts=${copts/-6/} ;; esac
-	if [ "$ROLE" = a ]; then
-		# shellcheck disable=SC2086
-		inns ${RUNNER:-} python3 "$XFER" server "$my" $port $sopts >"$WORK/$name.json" &
-		local srv=$!
-		wait_for 90 "server on $port" listening $port
-		barrier "$name-listening"
-		wait $srv || fail "$name: server failed: $(cat "$WORK/$name.json")"
-	else
-		barrier "$name-listening"
-		# shellcheck disable=SC2086
-		inns ${RUNNER:-} python3 "$XFER" client "$peer" $port $copts >"$WORK/$name.json" ||
-			fail "$name: client failed: $(cat "$WORK/$name.json")"
-	fi
-	out=$(tail -1 "$WORK/$name.json")
-	log "$name: $out"
+	xfer_one "$name" "$2" "$3"
 	check "$name: mode $(jfield "$out" mode), want $mode" [ "$(jfield "$out" mode)" = "$mode" ]
 	check "$name: reason $(jfield "$out" reason), want $reason" \
 		[ "$(jfield "$out" reason)" = "$reason" ]
-	check "$name: bytes not intact" [ "$(jfield "$out" intact)" != False ]
+	check "$name: bytes not intact" [ "$(jfield "$out" intact)" = true ]
 	if [ "$mode" = ntb ]; then
-		local n ntb
 		n=$(jfield "$out" bytes)
 		[ "$ROLE" = b ] && ntb=$(jfield "$out" ntb_tx_bytes) || ntb=$(jfield "$out" ntb_rx_bytes)
 		check "$name: only $ntb of $n bytes crossed NTB" [ "$ntb" -ge "$n" ]
 	fi
-	barrier "$name-done"
 }
 
 xfer_case small "--ulp" "--ulp --bytes 1" ntb none none
@@ -62,13 +43,12 @@ RUNNER="$REPO/netlink-tool/ntbsmc_run" xfer_case preload "" "--bytes 1048576 --b
 # also host a's listener.
 port=$((port + 1))
 if [ "$ROLE" = a ]; then
-	inns python3 "$REPO/selftests/ulp/hold.py" server "$MY_IP" $port "$SYNC/release" \
-		>"$WORK/hold.json" &
-	wait_for 90 "server on $port" listening $port
+	inns "$XFER" server "$MY_IP" $port --ulp --hold "$SYNC/release" >"$WORK/hold.json" &
+	wait_for 90 "server on $port" pid_listening $! $port
 	barrier hold-listening
 else
 	barrier hold-listening
-	inns python3 "$REPO/selftests/ulp/hold.py" client "$PEER_IP" $port "$SYNC/release" \
+	inns "$XFER" client "$PEER_IP" $port --ulp --bytes 100000 --both --hold "$SYNC/release" \
 		>"$WORK/hold.json" &
 fi
 held_pid=$!
@@ -96,7 +76,7 @@ PY
 	check "conn show: the held connection is missing or wrong (see the log)" false
 barrier hold-checked
 [ "$ROLE" = a ] && touch "$SYNC/release"
-wait $held_pid || check "hold.py failed" false
+wait $held_pid || check "the held connection failed: $(cat "$WORK/hold.json")" false
 
 barrier done
 checked

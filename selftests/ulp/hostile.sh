@@ -28,29 +28,29 @@ P=/sys/module/ntbsmc/parameters
 good=$((port + 1)) bad=$((port + 2))
 port=$((port + 2))
 if [ "$ROLE" = a ]; then
-	inns python3 "$XFER" server "$MY_IP" $good --ulp >$WORK/good.json &
+	inns "$XFER" server "$MY_IP" $good --ulp >$WORK/good.json &
 	g=$!
-	inns python3 "$XFER" server "$MY_IP" $bad --ulp --allow-reset >$WORK/bad.json &
+	inns "$XFER" server "$MY_IP" $bad --ulp --allow-reset >$WORK/bad.json &
 	b=$!
-	wait_for 90 "servers" listening $bad
-	wait_for 90 "servers" listening $good
+	wait_for 90 "servers" pid_listening $b $bad
+	wait_for 90 "servers" pid_listening $g $good
 	barrier hostile-listening
 	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
 	wait $b
 	out=$(tail -1 $WORK/good.json)
 	log "healthy: $out"
 	check "healthy connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)" = ntb ] && [ "$(jfield "$out" intact)" = True ]
+		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
 	out=$(tail -1 $WORK/bad.json)
 	log "hostile: $out"
 	check "hostile connection not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
 else
 	barrier hostile-listening
-	inns python3 "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >$WORK/good.json &
+	inns "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >$WORK/good.json &
 	g=$!
-	sleep 1
+	wait_for 90 "the healthy connection over NTB" ntb_conn_to $good
 	echo $bad >$P/fault_cursor_port
-	inns python3 "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
+	inns "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
 	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
 	log "hostile (sender side): $(tail -1 $WORK/bad.json)"
 fi
@@ -60,9 +60,9 @@ barrier hostile-done
 # the link is down new connections stay TCP; then it comes back.
 port=$((port + 1))
 if [ "$ROLE" = a ]; then
-	inns python3 "$XFER" server "$MY_IP" $port --ulp --allow-reset >$WORK/down.json &
+	inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >$WORK/down.json &
 	srv=$!
-	wait_for 90 "server on $port" listening $port
+	wait_for 90 "server on $port" pid_listening $srv $port
 	barrier down-listening
 	barrier unbound
 	t0=$(now_us)
@@ -75,10 +75,10 @@ if [ "$ROLE" = a ]; then
 	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 else
 	barrier down-listening
-	inns python3 "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 1073741824 \
+	inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 1073741824 \
 		>$WORK/down.json &
 	cli=$!
-	sleep 3
+	wait_for 90 "the connection over NTB" ntb_conn_to $port
 	echo "ntbsmc-test: unbind" >/dev/kmsg
 	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
 	t0=$(now_us)
@@ -92,7 +92,7 @@ else
 fi
 xfer_one while_down "--ulp" "--ulp --bytes 100000 --both"
 check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)" = tcp ] && [ "$(jfield "$out" intact)" = True ]
+	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = tcp/true ]
 if [ "$ROLE" = b ]; then
 	echo "ntbsmc-test: setup" >/dev/kmsg
 	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"

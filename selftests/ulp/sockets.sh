@@ -23,7 +23,7 @@ for fam in 4 6; do
 		# shellcheck disable=SC2086
 		inns "$S" server $opts "$my" $port >"$WORK/sockets$fam.tap" 2>&1 &
 		srv=$!
-		wait_for 90 "sockets server" listening $port
+		wait_for 90 "sockets server" pid_listening $srv $port
 		barrier "v$fam-listening"
 		wait $srv
 		rc=$?
