@@ -71,13 +71,15 @@ run() {
 	"$@" || fail "'$*' exited $?"
 }
 
-# inns CMD...: runs CMD in this host's network namespace.
+# inns CMD...: runs CMD in this host's network namespace. In a subshell of its own
+# ("inns CMD &", "$(inns CMD)", a pipeline) it execs, so that $! is CMD's pid (to
+# kill it, wait for it, or read its /proc/PID/net) and not a shell's; so never use
+# it in a subshell that has more to do after it.
 inns() {
-	if [ -n "$NS" ]; then
-		ip netns exec "$NS" "$@"
-	else
-		"$@"
-	fi
+	local ns=()
+	[ -n "$NS" ] && ns=(ip netns exec "$NS")
+	[ "$BASHPID" != $$ ] && exec "${ns[@]}" "$@"
+	"${ns[@]}" "$@"
 }
 
 # nap: sleeps 50 ms without starting a process (process start-up costs ~100 ms

@@ -38,8 +38,8 @@ barrier spads_checked
 # Doorbells: the ringer rings every valid bit, one at a time; all of them must be
 # pending at the other end. Then a masked bit rung twice is one pending bit, and
 # stays pending until cleared.
-read -r valid <"$T/db_valid_mask"
-valid=$((valid))
+# $(<file), not read: ntb_tool's doorbell files answer a 1-byte read with nothing.
+valid=$(($(<"$T/db_valid_mask")))
 nbits=0
 for ((bit = 0; bit < 64; bit++)); do
 	[ $(((valid >> bit) & 1)) = 1 ] && nbits=$((nbits + 1))

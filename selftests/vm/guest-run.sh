@@ -86,6 +86,9 @@ for t in "$@"; do
 			wait "$p"
 			r2=$?
 			[ "$rc" = 0 ] && rc=$r2
+			# timeout(1) led the role's process group: whatever the role
+			# left running goes with it, before cleanup unloads modules.
+			kill -KILL -- -"$p" 2>/dev/null
 		done
 	fi
 	ROLE=cleanup PEER=none bash "$REPO/selftests/$t" cleanup >"$out.cleanup" 2>&1 || true
