@@ -205,6 +205,7 @@ struct ntbsmc_sock {
 	u32 peer_reason;
 	bool client;
 	bool hs_started;
+	u8 hs_shutdown;			/* shutdown() during the handshake, applied at its end */
 	unsigned long hs_start;		/* jiffies: connection established */
 	struct work_struct hs_work;
 	wait_queue_head_t hs_wq;	/* handshake worker waits for TCP here */

@@ -161,6 +161,20 @@ static void count_result(struct ntbsmc_sock *ctx)
 }
 
 /*
+ * shutdown() in the connection's final mode, socket locked; @how is RCV_SHUTDOWN
+ * and/or SEND_SHUTDOWN. TCP's half of it is inet_shutdown()'s for an established
+ * socket; over NTB TCP's own shutdown is left alone: the peer learns it from us.
+ */
+static void shutdown_locked(struct sock *sk, struct ntbsmc_sock *ctx, int how)
+{
+	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | how);
+	if (ctx->mode == NTBSMC_MODE_NTB)
+		ntbsmc_conn_shutdown(ctx->conn, how);
+	else
+		sk->sk_prot->shutdown(sk, how);
+}
+
+/*
  * Ends the handshake: NTB mode (rc 0), plain TCP with a reason (rc > 0), or a
  * reset TCP connection (rc < 0: the handshake bytes can no longer be accounted
  * for, so neither end may fall back). Wakes everyone who waited for it.
@@ -190,6 +204,8 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 		if (sk->sk_socket)
 			WRITE_ONCE(sk->sk_socket->ops, ctx->sk_ops);
 	}
+	if (ctx->hs_shutdown && !sk->sk_err)
+		shutdown_locked(sk, ctx, ctx->hs_shutdown);
 	release_sock(sk);
 	count_result(ctx);
 	wake_up_all(&ctx->hs_wq);
@@ -578,20 +594,28 @@ static __poll_t ntbsmc_poll(struct file *file, struct socket *sock,
 	return READ_ONCE(sk->sk_err) ? EPOLLERR : 0;
 }
 
+/*
+ * During the handshake TCP's shutdown would put a FIN among the handshake's
+ * bytes (and make our own sends fail): like TCP, shutdown() returns at once, and
+ * the handshake's end applies it to whichever mode the connection ends in.
+ */
 static int ntbsmc_shutdown(struct socket *sock, int how)
 {
 	struct sock *sk = sock->sk;
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
 
-	if (READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB)
-		return ctx->sk_ops->shutdown(sock, how);
 	how++;	/* SHUT_RD/WR/RDWR -> RCV_SHUTDOWN/SEND_SHUTDOWN/both */
 	if ((how & ~SHUTDOWN_MASK) || !how)
 		return -EINVAL;
 	lock_sock(sk);
-	/* TCP's own shutdown is left alone: over NTB the peer learns it from us. */
-	sk->sk_shutdown |= how;
-	ntbsmc_conn_shutdown(ctx->conn, how);
+	if (in_handshake(sk, ctx)) {
+		ctx->hs_shutdown |= how;
+	} else if (ctx->mode == NTBSMC_MODE_NTB) {
+		shutdown_locked(sk, ctx, how);
+	} else {
+		release_sock(sk);
+		return ctx->sk_ops->shutdown(sock, how - 1);
+	}
 	release_sock(sk);
 	sk->sk_state_change(sk);
 	return 0;

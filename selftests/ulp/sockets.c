@@ -1852,6 +1852,45 @@ static int t_half_close(struct ctx *c)
 	return sync_send(c, "done");
 }
 
+/*
+ * shutdown(SHUT_WR) right after accept(), while the handshake still runs (what
+ * ncat does when its standard input is empty): it takes effect in the mode the
+ * connection ends in, the client reads EOF and can still send.
+ */
+static int t_early_shutdown(struct ctx *c)
+{
+	uint64_t len = 100 * 1024;
+	ssize_t r;
+	int fd;
+
+	if (!c->srv) {
+		fd = data_connect(c);
+		if (fd < 0)
+			return R_FAIL;
+		if (expect_eof(c, fd, "after the server's shutdown(SHUT_WR) at accept") ||
+		    send_stream(c, fd, 0xe001, len, NULL, NULL))
+			return R_FAIL;
+		if (shutdown(fd, SHUT_WR))
+			return fail(c, "shutdown(SHUT_WR): %s", en(errno));
+		return sync_wait(c, "done", NULL, 0);
+	}
+	fd = data_accept_ex(c, false);
+	if (fd < 0)
+		return R_FAIL;
+	if (shutdown(fd, SHUT_WR))
+		return fail(c, "shutdown(SHUT_WR) right after accept: %s", en(errno));
+	if (check_mode(c, find_conn(c, fd), "server data connection, shut down at accept"))
+		return R_FAIL;
+	r = send(fd, "x", 1, MSG_NOSIGNAL);
+	if (r != -1 || errno != EPIPE)
+		return fail(c, "send after shutdown(SHUT_WR): %zd (%s), expected EPIPE", r,
+			    r < 0 ? en(errno) : "sent");
+	if (recv_stream(c, fd, 0xe001, len, NULL, NULL) ||
+	    expect_eof(c, fd, "after the client's shutdown(SHUT_WR)"))
+		return R_FAIL;
+	return sync_send(c, "done");
+}
+
 /* write N and close at once: the peer still reads all N, then EOF. */
 static int t_close_unsent(struct ctx *c)
 {
@@ -2389,6 +2428,7 @@ static const struct check checks[] = {
 	{ "epoll_lt",		t_epoll_lt,		20 },
 	{ "epoll_et",		t_epoll_et,		20 },
 	{ "half_close",		t_half_close,		20 },
+	{ "early_shutdown",	t_early_shutdown,	20 },
 	{ "close_unsent",	t_close_unsent,		20 },
 	{ "close_unread",	t_close_unread,		20 },
 	{ "linger",		t_linger,		20 },
