@@ -582,6 +582,13 @@ static void ntbsmc_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	dev_go_down(dev);
 	mutex_unlock(&dev->lock);
 	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_EPOCH, 0);
+	/*
+	 * Sockets may close their aborted connections long after this; the last
+	 * one must not re-arm the idle timer of a device that is then freed.
+	 */
+	spin_lock_irq(&dev->slot_lock);
+	dev->removed = true;
+	spin_unlock_irq(&dev->slot_lock);
 	cancel_delayed_work_sync(&dev->lgr_idle_work);
 	/* Aborted connections no longer touch the windows once readers left. */
 	ntbsmc_conn_sync();
@@ -648,7 +655,8 @@ void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
 		RCU_INIT_POINTER(dev->conns[conn->my_slot], NULL);
 		__clear_bit(conn->my_slot, dev->slot_map);
 	}
-	if (atomic_dec_and_test(&dev->lgr_conns)) {
+	/* Never after ntbsmc_remove(): the work must not outlive the device. */
+	if (atomic_dec_and_test(&dev->lgr_conns) && !dev->removed) {
 		dev->lgr_idle_since = jiffies;
 		mod_delayed_work(system_wq, &dev->lgr_idle_work,
 				 msecs_to_jiffies(READ_ONCE(nn->lgr_idle_ms)));

@@ -102,6 +102,7 @@ struct ntbsmc_dev {
 	unsigned long *slot_map;
 	struct ntbsmc_conn __rcu **conns;	/* by local slot */
 	u32 next_token;
+	bool removed;			/* ntbsmc_remove() ran; under slot_lock */
 
 	/* Events: posting into the peer's ring, draining ours */
 	spinlock_t ev_lock;
