@@ -38,6 +38,19 @@ xfer_case server_plain "" "--ulp --bytes 100000" tcp no_ulp peer_no_offer
 xfer_case client_plain "--ulp" "--bytes 100000" tcp peer_no_offer no_ulp
 # Programs that do not set the ULP themselves, under ntbsmc_run: NTB, both ways.
 RUNNER="$REPO/netlink-tool/ntbsmc_run" xfer_case preload "" "--bytes 1048576 --both" ntb none none
+# An unprivileged user may opt in; the CLI shows it the namespace but refuses it
+# every change, with exit status 4 and a message.
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+RUNNER=$NOBODY xfer_case unprivileged "--ulp" "--ulp --bytes 1048576" ntb none none
+for cmd in "stats reset" "dev set $NTB disable"; do
+	# shellcheck disable=SC2086
+	msg=$(inns $NOBODY "$NTBSMC_CLI" $cmd 2>&1)
+	rc=$?
+	check "'ntbsmc $cmd' as nobody: exit $rc ($msg), want 4 with a message" \
+		[ $rc = 4 -a -n "$msg" ]
+done
+check "dev set as nobody changed the device" \
+	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" enabled)" = true ]
 # The connection dump shows a live connection on each host, in that host's
 # namespace only: its ports, NTB mode, link group and the bytes it moved; with -a
 # also host a's listener.

@@ -16,7 +16,7 @@ if [ "$topo" = twovm ]; then
 	shift
 fi
 source "$REPO/selftests/lib.sh"
-# One test's bound; ulp/fallback.sh needs about ten minutes on a loaded host.
+# One test's bound (the slowest, ulp/hostile.sh, takes about two minutes).
 TEST_TIMEOUT=${TEST_TIMEOUT:-1200}
 ROLE=${me:-setup}
 PEER=none

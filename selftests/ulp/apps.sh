@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Unmodified Debian programs under ntbsmc_run run over NTB: iperf3 (control and
+# data connections), ncat moving a file each way, curl fetching a file from
+# Python's http.server. Each transfer is compared byte for byte where the program
+# does not check it itself, and the namespace's NTB byte counters must have moved
+# by at least its size. Then, with the module unloaded, the same wrapper still
+# runs the programs, over plain TCP.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+case $1 in
+setup) ulp_setup; exit ;;
+cleanup) ulp_cleanup; exit ;;
+esac
+
+for p in iperf3 ncat curl; do
+	command -v $p >/dev/null || fail "$p is not installed (selftests/vm/deps.sh installs it)"
+done
+ulp_wait_active
+RUNNER=$REPO/netlink-tool/ntbsmc_run
+SIZE=$((6 * 1024 * 1024))
+port=6800
+
+# ntb_bytes tx|rx: the namespace's bytes sent/received over NTB so far.
+ntb_bytes() {
+	jfield "$(inns "$NTBSMC_CLI" -j stats)" "$1_bytes"
+}
+
+# moved NAME DIR BEFORE [MIN]: this host's NTB counter DIR grew by MIN (default
+# SIZE) since BEFORE.
+moved() {
+	local now min=${4:-$SIZE}
+	now=$(ntb_bytes "$2")
+	check "$1: $2 over NTB grew by $((now - $3)), want >= $min" [ $((now - $3)) -ge "$min" ]
+}
+
+# A file of SIZE random bytes on each host, its checksum published to the peer.
+head -c $SIZE /dev/urandom >"$WORK/blob"
+mine=$(sha256sum <"$WORK/blob")
+put sum "$mine"
+theirs=$(get sum)
+
+# ncat: a file each way; the receiver compares it with the sender's checksum.
+# ncat_case NAME SENDER(a|b)
+ncat_case() {
+	local name=$1 sender=$2 pid tx rx
+	port=$((port + 1))
+	tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
+	if [ "$ROLE" = a ]; then
+		if [ "$sender" = a ]; then
+			inns "$RUNNER" ncat -l "$MY_IP" $port --send-only <"$WORK/blob" &
+		else
+			inns "$RUNNER" ncat -l "$MY_IP" $port --recv-only >"$WORK/$name.out" &
+		fi
+		pid=$!
+		wait_for 60 "ncat listening" pid_listening $pid $port
+		barrier "$name-listening"
+		wait $pid || check "$name: ncat server exited $?" false
+	else
+		barrier "$name-listening"
+		if [ "$sender" = b ]; then
+			inns "$RUNNER" ncat "$PEER_IP" $port --send-only <"$WORK/blob"
+		else
+			inns "$RUNNER" ncat "$PEER_IP" $port --recv-only >"$WORK/$name.out"
+		fi || check "$name: ncat client exited $?" false
+	fi
+	if [ "$ROLE" = "$sender" ]; then
+		[ "${3:-}" = tcp ] || moved "$name" tx "$tx"
+	else
+		check "$name: received data differs from what $PEER sent" \
+			[ "$(sha256sum <"$WORK/$name.out")" = "$theirs" ]
+		[ "${3:-}" = tcp ] || moved "$name" rx "$rx"
+	fi
+	barrier "$name-done"
+}
+
+ncat_case ncat_to_server b
+ncat_case ncat_from_server a
+
+# iperf3: one test of SIZE bytes from b to a. The server stops reading when the
+# client reports the end on the control connection, so only the sender's counter
+# must cover SIZE; the receiver's must show that the data came over NTB.
+port=$((port + 1))
+tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
+if [ "$ROLE" = a ]; then
+	inns "$RUNNER" iperf3 -s -1 -B "$MY_IP" -p $port >"$WORK/iperf3.log" 2>&1 &
+	pid=$!
+	wait_for 60 "iperf3 listening" pid_listening $pid $port
+	barrier iperf3-listening
+	wait $pid || check "iperf3 server exited $?: $(tail -3 "$WORK/iperf3.log")" false
+	moved iperf3 rx "$rx" 1
+else
+	barrier iperf3-listening
+	inns "$RUNNER" iperf3 -c "$PEER_IP" -p $port -n $SIZE >"$WORK/iperf3.log" 2>&1 ||
+		check "iperf3 client exited $?: $(tail -3 "$WORK/iperf3.log")" false
+	moved iperf3 tx "$tx"
+fi
+log "iperf3: $(grep -E 'sender|receiver' "$WORK/iperf3.log" | tr -s ' ' | tr '\n' ';')"
+barrier iperf3-done
+
+# curl from Python's http.server: host b fetches host a's file.
+port=$((port + 1))
+tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
+if [ "$ROLE" = a ]; then
+	mkdir -p "$WORK/www" && cp "$WORK/blob" "$WORK/www/blob"
+	inns "$RUNNER" python3 -m http.server $port --bind "$MY_IP" --directory "$WORK/www" \
+		>"$WORK/http.log" 2>&1 &
+	pid=$!
+	wait_for 90 "http.server listening" pid_listening $pid $port
+	barrier http-listening
+	barrier http-fetched
+	kill $pid
+	wait $pid 2>/dev/null
+	moved http tx "$tx"
+else
+	barrier http-listening
+	inns "$RUNNER" curl -sS --max-time 120 -o "$WORK/http.out" "http://$PEER_IP:$port/blob" ||
+		check "curl exited $?" false
+	barrier http-fetched
+	check "http: fetched file differs from $PEER's" [ "$(sha256sum <"$WORK/http.out")" = "$theirs" ]
+	moved http rx "$rx"
+fi
+
+# Without the module, ntbsmc_run steps aside: the program runs on plain TCP.
+barrier apps-done
+if [ "$TOPO" = twovm ] || [ "$ROLE" = a ]; then
+	unload_module ntbsmc
+fi
+barrier unloaded
+check "ntbsmc still loaded" [ ! -d /sys/module/ntbsmc ]
+ncat_case ncat_no_module b tcp
+checked
