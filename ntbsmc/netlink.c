@@ -185,13 +185,16 @@ static int put_conn(struct sk_buff *skb, struct user_namespace *uns,
 }
 
 /*
- * Dumps the ULP's sockets of the caller's namespace, as ss would show them to
- * the caller: no privilege needed. cb->args[0] counts the ones already sent.
+ * Dumps the ULP's sockets of the caller's namespace: no privilege needed, but
+ * without CAP_NET_ADMIN over the namespace only the caller's own sockets (its
+ * uid). cb->args[0] counts the ones already sent.
  */
 static int ntbsmc_nl_conn_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct user_namespace *uns = sk_user_ns(NETLINK_CB(cb->skb).sk);
 	struct net *net = sock_net(skb->sk);
+	bool all = netlink_net_capable(cb->skb, CAP_NET_ADMIN);
+	kuid_t uid = NETLINK_CB(cb->skb).creds.uid;
 	long i = 0, skip = cb->args[0];
 	struct ntbsmc_sock *ctx;
 	void *hdr;
@@ -199,6 +202,8 @@ static int ntbsmc_nl_conn_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	spin_lock_bh(&ntbsmc_socks_lock);
 	list_for_each_entry(ctx, &ntbsmc_socks, node) {
 		if (!net_eq(sock_net(ctx->sk), net))
+			continue;
+		if (!all && !uid_eq(sock_i_uid(ctx->sk), uid))
 			continue;
 		if (i++ < skip)
 			continue;

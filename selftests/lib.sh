@@ -54,6 +54,9 @@ check() {
 	return 1
 }
 checked() { exit $_failed; }
+# has TEXT PART / lacks TEXT PART: TEXT contains PART / does not.
+has() { [[ $1 == *"$2"* ]]; }
+lacks() { [[ $1 != *"$2"* ]]; }
 # one_of VALUE WORD...: VALUE is one of the WORDs.
 one_of() {
 	local v=$1 w

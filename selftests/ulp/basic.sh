@@ -87,6 +87,19 @@ if role == 'a':
         'no listener in conn show -a'
 PY
 	check "conn show: the held connection is missing or wrong (see the log)" false
+# Without privilege a user sees its own sockets only: nobody's listener, not
+# root's held connection.
+nport=$((port + 100))
+inns $NOBODY "$XFER" server "$MY_IP" $nport --ulp >/dev/null &
+npid=$!
+wait_for 60 "nobody's listener" pid_listening $npid $nport
+ndump=$(inns $NOBODY "$NTBSMC_CLI" -j conn show -a)
+log "conn show -a as nobody: $ndump"
+held_port=$(jfield "$(tail -1 "$WORK/hold.json")" local_port)
+check "nobody does not see its own listener" has "$ndump" "\"local_port\":$nport,"
+check "nobody sees root's connection (port $held_port)" \
+	lacks "$ndump" "\"local_port\":$held_port,"
+kill $npid
 barrier hold-checked
 [ "$ROLE" = a ] && touch "$SYNC/release"
 wait $held_pid || check "the held connection failed: $(cat "$WORK/hold.json")" false

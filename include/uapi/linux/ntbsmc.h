@@ -102,8 +102,9 @@ struct ntbsmc_info {
 
 /*
  * Generic netlink family NTBSMC_GENL_NAME. Every command works on the caller's
- * network namespace. Dumps need no privilege (connections: only those the caller
- * could see with ss); changes need CAP_NET_ADMIN in the namespace's user namespace.
+ * network namespace. Dumps need no privilege, but a caller without CAP_NET_ADMIN
+ * over the namespace sees only its own connections (its uid); changes need
+ * CAP_NET_ADMIN in the namespace's user namespace.
  */
 #define NTBSMC_GENL_NAME	"ntbsmc"
 #define NTBSMC_GENL_VERSION	1
