@@ -100,6 +100,10 @@ check "nobody does not see its own listener" has "$ndump" "\"local_port\":$nport
 check "nobody sees root's connection (port $held_port)" \
 	lacks "$ndump" "\"local_port\":$held_port,"
 kill $npid
+# ss -ti names the ULP of the held connection.
+ssout=$(inns ss -tin "( sport = :$held_port )")
+log "ss -tin: $ssout"
+check "ss -ti does not show tcp-ulp-ntbsmc on the held connection" has "$ssout" tcp-ulp-ntbsmc
 barrier hold-checked
 [ "$ROLE" = a ] && touch "$SYNC/release"
 wait $held_pid || check "the held connection failed: $(cat "$WORK/hold.json")" false
