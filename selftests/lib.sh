@@ -97,11 +97,6 @@ nap() {
 
 now_us() { echo $((${EPOCHREALTIME/./})); }
 
-# listening PORT: something in this host's namespace listens on TCP PORT.
-listening() {
-	inns ss -ltn | grep -q ":$1 "
-}
-
 # pid_listening PID PORT: something listens on TCP PORT in the network namespace of
 # process PID; read from /proc without starting a process.
 pid_listening() {

@@ -27,7 +27,7 @@ run_set() {
 	if [ "$ROLE" = b ]; then
 		# shellcheck disable=SC2086
 		inns "$NB" server $ulp "$addr" "$port" &
-		wait_for 60 "nbench server" listening "$port"
+		wait_for 60 "nbench server" pid_listening $! "$port"
 		barrier "$label-up"
 		if [ -n "$ulp" ]; then
 			barrier "$label-bp-on"

@@ -32,8 +32,9 @@ dev_of_host() {
 	return 1
 }
 
-# jfield JSON KEY: one top-level field of a flat JSON line (xfer, ntbsmc -j) (a string without its quotes),
-# or "missing". In bash: a process costs ~100 ms under emulation, Python seconds.
+# jfield JSON KEY: one field of a flat JSON line (xfer's, ntbsmc -j's), a string
+# without its quotes, or "missing". Read in bash: under emulation a Python start
+# costs seconds.
 jfield() {
 	local re="\"$2\": *(\"([^\"]*)\"|([^,}]*))"
 	if [[ $1 =~ $re ]]; then
