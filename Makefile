@@ -12,7 +12,7 @@ CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Werror -std=gnu11
 
 TOOLS := selftests/vm/ivshmem-server
-MODULE_SRCS := $(filter-out %.mod.c,$(wildcard ntbsmc/*.c selftests/fabric/*.c))
+MODULE_SRCS := $(filter-out %.mod.c,$(wildcard ntbsmc/*.c selftests/fabric/*.c selftests/dma/*.c))
 
 all: modules tools
 
@@ -34,8 +34,8 @@ headers-check:
 	@test -d "$(DEBIAN_KDIR)" || { echo "Error: linux-headers-amd64 not installed" >&2; exit 1; }
 	@d=$$(mktemp -d /tmp/ntbsmc-hc.XXXXXX) && \
 	cp -r Kbuild ntbsmc include $$d/ && mkdir -p $$d/selftests && \
-	cp -r selftests/fabric $$d/selftests/ && \
-	rm -f $$d/ntbsmc/*.o $$d/selftests/fabric/*.o && \
+	cp -r selftests/fabric selftests/dma $$d/selftests/ && \
+	rm -f $$d/ntbsmc/*.o $$d/selftests/fabric/*.o $$d/selftests/dma/*.o && \
 	$(MAKE) -C $(DEBIAN_KDIR) M=$$d W=1 $(MODULE_SRCS:.c=.o); \
 	rc=$$?; rm -rf $$d; exit $$rc
 

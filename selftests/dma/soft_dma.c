@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * soft_dma: a dmaengine provider that copies with the CPU, for tests.
+ *
+ * It offers DMA_MEMCPY channels like a hardware engine (plx_dma, ioatdma): clients
+ * prepare, submit and issue descriptors and are called back from the provider's own
+ * context when a copy completed. Knobs (module parameters, writable at run time):
+ *
+ *   latency_us  each descriptor completes no earlier than this after it was issued
+ *   fail_nth    the Nth descriptor processed from now fails: it writes half of its
+ *               bytes, garbled, and completes with DMA_TRANS_WRITE_FAILED
+ *
+ * The channels belong to a platform device the module creates; unbinding it
+ * (echo soft_dma > /sys/bus/platform/drivers/soft_dma/unbind) is the engine going
+ * away under its clients, as when a hardware engine's driver is removed: queued
+ * descriptors complete with DMA_TRANS_ABORTED and new ones cannot be prepared.
+ *
+ * Addresses are bus addresses from the DMA API on this device. Without an IOMMU
+ * they are physical: RAM is reached through the direct map, anything else (a
+ * memory window's BAR) through write-combining mappings cached per channel.
+ */
+
+#include <linux/module.h>
+#include <linux/platform_device.h>
+#include <linux/dmaengine.h>
+#include <linux/dma-mapping.h>
+#include <linux/dma-direct.h>
+#include <linux/io.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <linux/wait.h>
+
+#define DRV_NAME	"soft_dma"
+#define MMIO_BLOCK	SZ_2M		/* granule of the cached MMIO mappings */
+#define MMIO_CACHE	64
+
+static unsigned int nr_channels = 4;
+module_param(nr_channels, uint, 0444);
+MODULE_PARM_DESC(nr_channels, "DMA_MEMCPY channels (default 4)");
+
+static unsigned int latency_us;
+module_param(latency_us, uint, 0644);
+MODULE_PARM_DESC(latency_us, "Least time from issue to completion of a descriptor, us");
+
+static atomic_t fail_countdown = ATOMIC_INIT(0);
+
+static int fail_nth_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int rc = kstrtouint(val, 0, &n);
+
+	if (rc)
+		return rc;
+	if (n > INT_MAX)
+		return -ERANGE;
+	atomic_set(&fail_countdown, n);
+	return 0;
+}
+
+static int fail_nth_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&fail_countdown));
+}
+
+static const struct kernel_param_ops fail_nth_ops = {
+	.set = fail_nth_set,
+	.get = fail_nth_get,
+};
+module_param_cb(fail_nth, &fail_nth_ops, NULL, 0644);
+MODULE_PARM_DESC(fail_nth, "Fail the Nth descriptor processed from now (0: none); reads how many remain");
+
+struct sdma_desc {
+	struct dma_async_tx_descriptor tx;
+	struct list_head node;
+	dma_addr_t dst, src;
+	size_t len;
+	ktime_t due;
+};
+
+struct sdma_map {
+	phys_addr_t base;		/* MMIO_BLOCK aligned; 0: unused */
+	void __iomem *va;
+};
+
+struct sdma_chan {
+	struct dma_chan chan;
+	struct sdma_dev *sd;
+	spinlock_t lock;		/* lists, cookies, dead */
+	struct list_head submitted;	/* tx_submit()ted, not yet issued */
+	struct list_head issued;	/* issue_pending()ed, in order */
+	dma_cookie_t completed;
+	bool dead;			/* device removed: nothing more is accepted */
+	bool stop;			/* terminate_all(): drop what is queued */
+	struct work_struct work;
+	wait_queue_head_t wq;		/* latency waits, cut short by stop */
+	struct sdma_map maps[MMIO_CACHE];
+	unsigned int next_map;
+};
+
+struct sdma_dev {
+	struct dma_device dma;
+	struct work_struct free_work;
+	struct platform_device *pdev;
+	unsigned int nchans;
+	struct sdma_chan chans[];
+};
+
+static struct workqueue_struct *sdma_wq;
+
+static struct sdma_chan *to_schan(struct dma_chan *c)
+{
+	return container_of(c, struct sdma_chan, chan);
+}
+
+static struct sdma_desc *to_sdesc(struct dma_async_tx_descriptor *tx)
+{
+	return container_of(tx, struct sdma_desc, tx);
+}
+
+/* A kernel address for @addr, valid for *@len bytes (shortened to what is). */
+static void *sdma_ptr(struct sdma_chan *sc, dma_addr_t addr, size_t *len)
+{
+	struct device *dev = sc->sd->dma.dev;
+	phys_addr_t phys = dma_to_phys(dev, addr), base;
+	struct sdma_map *m;
+	unsigned int i;
+
+	/* RAM is linear in the direct map */
+	if (page_is_ram(PHYS_PFN(phys)) && page_is_ram(PHYS_PFN(phys + *len - 1)))
+		return phys_to_virt(phys);
+	base = ALIGN_DOWN(phys, MMIO_BLOCK);
+	*len = min_t(size_t, *len, base + MMIO_BLOCK - phys);
+	for (i = 0; i < MMIO_CACHE; i++)
+		if (sc->maps[i].va && sc->maps[i].base == base)
+			return (void __force *)sc->maps[i].va + (phys - base);
+	m = &sc->maps[sc->next_map++ % MMIO_CACHE];
+	if (m->va)
+		iounmap(m->va);
+	m->base = base;
+	m->va = ioremap_wc(base, MMIO_BLOCK);
+	if (!m->va)
+		return NULL;
+	return (void __force *)m->va + (phys - base);
+}
+
+static void sdma_unmap_all(struct sdma_chan *sc)
+{
+	unsigned int i;
+
+	for (i = 0; i < MMIO_CACHE; i++) {
+		if (sc->maps[i].va)
+			iounmap(sc->maps[i].va);
+		sc->maps[i].va = NULL;
+	}
+}
+
+/* Copies @len bytes, at most @limit of them; false if an address is unusable. */
+static bool sdma_copy(struct sdma_chan *sc, struct sdma_desc *d, size_t limit, bool garble)
+{
+	size_t done = 0;
+
+	while (done < limit) {
+		size_t n = limit - done, m;
+		void *dst, *src;
+
+		dst = sdma_ptr(sc, d->dst + done, &n);
+		m = n;
+		src = sdma_ptr(sc, d->src + done, &m);
+		if (!dst || !src)
+			return false;
+		memcpy(dst, src, m);
+		if (garble)
+			memset(dst, 0xa5, min_t(size_t, m, 64));
+		done += m;
+	}
+	return true;
+}
+
+static void sdma_complete(struct sdma_chan *sc, struct sdma_desc *d, enum dmaengine_tx_result r)
+{
+	struct dmaengine_result res = { .result = r };
+	struct dma_async_tx_descriptor *tx = &d->tx;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sc->lock, flags);
+	sc->completed = tx->cookie;
+	spin_unlock_irqrestore(&sc->lock, flags);
+	if (tx->callback_result)
+		tx->callback_result(tx->callback_param, &res);
+	else if (tx->callback && r == DMA_TRANS_NOERROR)
+		tx->callback(tx->callback_param);
+	kfree(d);
+}
+
+/* Runs the issued descriptors in order, from the provider's own context. */
+static void sdma_work(struct work_struct *work)
+{
+	struct sdma_chan *sc = container_of(work, struct sdma_chan, work);
+	enum dmaengine_tx_result r;
+	struct sdma_desc *d;
+	for (;;) {
+		spin_lock_irq(&sc->lock);
+		d = list_first_entry_or_null(&sc->issued, struct sdma_desc, node);
+		if (!d || sc->stop) {
+			spin_unlock_irq(&sc->lock);
+			return;
+		}
+		list_del(&d->node);
+		spin_unlock_irq(&sc->lock);
+
+		if (ktime_before(ktime_get(), d->due))
+			wait_event_hrtimeout(sc->wq, READ_ONCE(sc->stop), ktime_sub(d->due, ktime_get()));
+		if (READ_ONCE(sc->stop)) {
+			/* terminate_all() or removal took the channel meanwhile */
+			sdma_complete(sc, d, DMA_TRANS_ABORTED);
+			continue;
+		}
+		/* 0 exactly when the countdown was 1 */
+		if (atomic_dec_if_positive(&fail_countdown) == 0) {
+			sdma_copy(sc, d, d->len / 2, true);
+			r = DMA_TRANS_WRITE_FAILED;
+		} else {
+			r = sdma_copy(sc, d, d->len, false) ? DMA_TRANS_NOERROR :
+							     DMA_TRANS_WRITE_FAILED;
+		}
+		/* The client publishes what we wrote, from another CPU: make the
+		 * write-combined stores globally visible before saying done. */
+		wmb();
+		sdma_complete(sc, d, r);
+	}
+}
+
+static dma_cookie_t sdma_tx_submit(struct dma_async_tx_descriptor *tx)
+{
+	struct sdma_chan *sc = to_schan(tx->chan);
+	struct sdma_desc *d = to_sdesc(tx);
+	struct dma_chan *c = tx->chan;
+	unsigned long flags;
+	dma_cookie_t cookie;
+
+	spin_lock_irqsave(&sc->lock, flags);
+	if (sc->dead) {
+		spin_unlock_irqrestore(&sc->lock, flags);
+		kfree(d);
+		return -ENODEV;
+	}
+	cookie = c->cookie + 1;
+	if (cookie < DMA_MIN_COOKIE)
+		cookie = DMA_MIN_COOKIE;
+	c->cookie = cookie;
+	tx->cookie = cookie;
+	list_add_tail(&d->node, &sc->submitted);
+	spin_unlock_irqrestore(&sc->lock, flags);
+	return cookie;
+}
+
+static struct dma_async_tx_descriptor *
+sdma_prep_memcpy(struct dma_chan *c, dma_addr_t dst, dma_addr_t src, size_t len,
+		 unsigned long flags)
+{
+	struct sdma_chan *sc = to_schan(c);
+	struct sdma_desc *d;
+
+	if (!len || READ_ONCE(sc->dead))
+		return NULL;
+	d = kzalloc(sizeof(*d), GFP_NOWAIT);
+	if (!d)
+		return NULL;
+	dma_async_tx_descriptor_init(&d->tx, c);
+	d->tx.tx_submit = sdma_tx_submit;
+	d->tx.flags = flags;
+	d->dst = dst;
+	d->src = src;
+	d->len = len;
+	return &d->tx;
+}
+
+static void sdma_issue_pending(struct dma_chan *c)
+{
+	struct sdma_chan *sc = to_schan(c);
+	ktime_t due = ktime_add_us(ktime_get(), READ_ONCE(latency_us));
+	struct sdma_desc *d;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sc->lock, flags);
+	list_for_each_entry(d, &sc->submitted, node)
+		d->due = due;
+	list_splice_tail_init(&sc->submitted, &sc->issued);
+	if (!sc->dead)
+		sc->stop = false;
+	spin_unlock_irqrestore(&sc->lock, flags);
+	queue_work(sdma_wq, &sc->work);
+}
+
+static enum dma_status sdma_tx_status(struct dma_chan *c, dma_cookie_t cookie,
+				      struct dma_tx_state *st)
+{
+	struct sdma_chan *sc = to_schan(c);
+	dma_cookie_t used, done;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sc->lock, flags);
+	used = c->cookie;
+	done = sc->completed;
+	spin_unlock_irqrestore(&sc->lock, flags);
+	dma_set_tx_state(st, done, used, 0);
+	return dma_async_is_complete(cookie, done, used);
+}
+
+/* Drops every queued descriptor; @abort: tell their clients (device removal). */
+static void sdma_flush(struct sdma_chan *sc, bool abort)
+{
+	struct sdma_desc *d, *n;
+	LIST_HEAD(gone);
+
+	spin_lock_irq(&sc->lock);
+	sc->stop = true;
+	list_splice_tail_init(&sc->issued, &gone);
+	list_splice_tail_init(&sc->submitted, &gone);
+	spin_unlock_irq(&sc->lock);
+	wake_up(&sc->wq);
+	list_for_each_entry_safe(d, n, &gone, node) {
+		list_del(&d->node);
+		if (abort)
+			sdma_complete(sc, d, DMA_TRANS_ABORTED);
+		else
+			kfree(d);
+	}
+}
+
+/* dmaengine's contract: terminated descriptors are not called back. */
+static int sdma_terminate_all(struct dma_chan *c)
+{
+	sdma_flush(to_schan(c), false);
+	return 0;
+}
+
+static void sdma_synchronize(struct dma_chan *c)
+{
+	flush_work(&to_schan(c)->work);
+}
+
+static void sdma_free_chan_resources(struct dma_chan *c)
+{
+	struct sdma_chan *sc = to_schan(c);
+
+	sdma_flush(sc, false);
+	flush_work(&sc->work);
+	sdma_unmap_all(sc);
+}
+
+static bool sdma_no_channel(struct dma_chan *chan, void *param)
+{
+	return false;
+}
+
+static void sdma_free_work(struct work_struct *work)
+{
+	struct sdma_dev *sd = container_of(work, struct sdma_dev, free_work);
+	dma_cap_mask_t mask;
+	unsigned int i;
+
+	/*
+	 * dma_release_channel() (6.1) still reads chan->device after it dropped
+	 * the reference whose release called us, under dma_list_mutex: a channel
+	 * request that takes nothing waits for that mutex, then sd may go.
+	 */
+	dma_cap_zero(mask);
+	dma_cap_set(DMA_MEMCPY, mask);
+	dma_request_channel(mask, sdma_no_channel, NULL);
+	for (i = 0; i < sd->nchans; i++)
+		sdma_unmap_all(&sd->chans[i]);
+	put_device(&sd->pdev->dev);
+	kfree(sd);
+}
+
+/* The device was removed and its last client let go (dma_list_mutex held). */
+static void sdma_release(struct dma_device *dma)
+{
+	struct sdma_dev *sd = container_of(dma, struct sdma_dev, dma);
+
+	INIT_WORK(&sd->free_work, sdma_free_work);
+	queue_work(sdma_wq, &sd->free_work);
+}
+
+static int sdma_probe(struct platform_device *pdev)
+{
+	struct sdma_dev *sd;
+	struct dma_device *dma;
+	unsigned int i;
+	int rc;
+
+	rc = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (rc)
+		return rc;
+	sd = kzalloc(struct_size(sd, chans, nr_channels), GFP_KERNEL);
+	if (!sd)
+		return -ENOMEM;
+	sd->pdev = pdev;
+	sd->nchans = nr_channels;
+	dma = &sd->dma;
+	dma->dev = &pdev->dev;
+	dma->owner = THIS_MODULE;
+	INIT_LIST_HEAD(&dma->channels);
+	dma_cap_set(DMA_MEMCPY, dma->cap_mask);
+	dma_cap_set(DMA_PRIVATE, dma->cap_mask);	/* channels go to one client each */
+	dma->src_addr_widths = BIT(DMA_SLAVE_BUSWIDTH_1_BYTE);
+	dma->dst_addr_widths = BIT(DMA_SLAVE_BUSWIDTH_1_BYTE);
+	dma->directions = BIT(DMA_MEM_TO_MEM);
+	dma->device_prep_dma_memcpy = sdma_prep_memcpy;
+	dma->device_issue_pending = sdma_issue_pending;
+	dma->device_tx_status = sdma_tx_status;
+	dma->device_terminate_all = sdma_terminate_all;
+	dma->device_synchronize = sdma_synchronize;
+	dma->device_free_chan_resources = sdma_free_chan_resources;
+	dma->device_release = sdma_release;
+	for (i = 0; i < sd->nchans; i++) {
+		struct sdma_chan *sc = &sd->chans[i];
+
+		sc->sd = sd;
+		spin_lock_init(&sc->lock);
+		INIT_LIST_HEAD(&sc->submitted);
+		INIT_LIST_HEAD(&sc->issued);
+		INIT_WORK(&sc->work, sdma_work);
+		init_waitqueue_head(&sc->wq);
+		sc->chan.device = dma;
+		sc->chan.cookie = DMA_MIN_COOKIE;
+		sc->completed = DMA_MIN_COOKIE;
+		list_add_tail(&sc->chan.device_node, &dma->channels);
+	}
+	get_device(&pdev->dev);		/* put in sdma_release() */
+	rc = dma_async_device_register(dma);
+	if (rc) {
+		put_device(&pdev->dev);
+		kfree(sd);
+		return rc;
+	}
+	platform_set_drvdata(pdev, sd);
+	dev_info(&pdev->dev, "%u DMA_MEMCPY channels\n", sd->nchans);
+	return 0;
+}
+
+static int sdma_remove(struct platform_device *pdev)
+{
+	struct sdma_dev *sd = platform_get_drvdata(pdev);
+	unsigned int i;
+
+	for (i = 0; i < sd->nchans; i++) {
+		struct sdma_chan *sc = &sd->chans[i];
+
+		spin_lock_irq(&sc->lock);
+		sc->dead = true;
+		spin_unlock_irq(&sc->lock);
+		sdma_flush(sc, true);
+		flush_work(&sc->work);
+	}
+	/* sd lives on until the last client released its channel */
+	dma_async_device_unregister(&sd->dma);
+	return 0;
+}
+
+static struct platform_driver sdma_driver = {
+	.driver = { .name = DRV_NAME },
+	.probe = sdma_probe,
+	.remove = sdma_remove,
+};
+
+static struct platform_device *sdma_pdev;
+
+static int __init sdma_init(void)
+{
+	int rc;
+
+	if (!nr_channels || nr_channels > 64)
+		return -EINVAL;
+	sdma_wq = alloc_workqueue(DRV_NAME, WQ_UNBOUND | WQ_HIGHPRI, 0);
+	if (!sdma_wq)
+		return -ENOMEM;
+	rc = platform_driver_register(&sdma_driver);
+	if (rc)
+		goto err_wq;
+	sdma_pdev = platform_device_register_simple(DRV_NAME, -1, NULL, 0);
+	if (IS_ERR(sdma_pdev)) {
+		rc = PTR_ERR(sdma_pdev);
+		goto err_drv;
+	}
+	return 0;
+
+err_drv:
+	platform_driver_unregister(&sdma_driver);
+err_wq:
+	destroy_workqueue(sdma_wq);
+	return rc;
+}
+
+static void __exit sdma_exit(void)
+{
+	platform_device_unregister(sdma_pdev);
+	platform_driver_unregister(&sdma_driver);
+	destroy_workqueue(sdma_wq);
+}
+
+module_init(sdma_init);
+module_exit(sdma_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Software DMA_MEMCPY engine for ntbsmc's tests");
