@@ -57,6 +57,8 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	}
 	conn->rmb = dev->win + NTBSMC_RMB_OFFSET + (size_t)conn->my_slot * conn->rmb_size;
 	conn->rx_ctl = dev->win + NTBSMC_SLOT_OFFSET + conn->my_slot * sizeof(struct ntbsmc_slot);
+	ntbsmc_dma_conn_init(conn);
+	ntbsmc_dma_attach(dev, sock_net(sk));
 	return conn;
 }
 
@@ -78,7 +80,8 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 	conn->peer_slot = slot;
 	conn->peer_token = be32_to_cpu(peer->token);
 	conn->peer_rmb_size = size;
-	conn->peer_rmb = dev->peer_win + NTBSMC_RMB_OFFSET + (size_t)slot * size;
+	conn->peer_rmb_off = NTBSMC_RMB_OFFSET + slot * size;
+	conn->peer_rmb = dev->peer_win + conn->peer_rmb_off;
 	conn->tx_ctl = dev->peer_win + NTBSMC_SLOT_OFFSET + slot * sizeof(struct ntbsmc_slot);
 	/* Fresh control block for the peer: cursors first, the token that makes
 	 * them current last. */
@@ -100,6 +103,7 @@ static void conn_free(struct rcu_head *rcu)
 {
 	struct ntbsmc_conn *conn = container_of(rcu, struct ntbsmc_conn, rcu);
 
+	ntbsmc_dma_conn_free(conn);
 	ntbsmc_dev_put(conn->dev);
 	kfree(conn);
 }
@@ -123,6 +127,17 @@ static bool conn_link_ok(struct ntbsmc_conn *conn)
 	       conn_link_alive(conn);
 }
 
+bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn)
+{
+	return conn_link_ok(conn);
+}
+
+/* We may still write into the peer's buffer; caller holds conn->lock. */
+static bool conn_tx_inflight(struct ntbsmc_conn *conn)
+{
+	return conn->tx_busy || conn->seg_head != conn->seg_tail;
+}
+
 static void conn_wake(struct sock *sk)
 {
 	struct socket_wq *wq;
@@ -137,10 +152,32 @@ static void conn_wake(struct sock *sk)
 	sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
 }
 
-/* Publishes our flags; caller holds conn->lock and is in the SRCU section. */
+/*
+ * Publishes our flags; caller holds conn->lock and is in the SRCU section. The
+ * terminal ones let the peer reuse its buffer for another connection, so they wait
+ * until none of our writes into it is in flight (ntbsmc_conn_tx_idle()).
+ */
 static void conn_publish_flags(struct ntbsmc_conn *conn)
 {
-	iowrite32(conn->my_flags, &conn->tx_ctl->flags);
+	u32 flags = conn->my_flags;
+
+	if (conn_tx_inflight(conn))
+		flags &= ~NTBSMC_F_TERMINAL;
+	iowrite32(flags, &conn->tx_ctl->flags);
+}
+
+/*
+ * Publishes our producer cursor over bytes already in the peer's buffer: payload,
+ * then cursor, each visible before anything that follows (the window is
+ * write-combining). Caller holds conn->lock, is in the SRCU section, link ok.
+ */
+void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod)
+{
+	lockdep_assert_held(&conn->lock);
+	wmb();
+	conn->tx_pub = prod;
+	writeq(prod, &conn->tx_ctl->prod);
+	wmb();
 }
 
 /* Makes what we wrote visible to the peer before we look at what it wants. */
@@ -238,8 +275,8 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 		return -EPROTO;
 	if (prod < conn->peer_prod || prod - conn->rx_cons > conn->rmb_size)
 		return -EPROTO;		/* producer went back or beyond our buffer */
-	if (cons < conn->peer_cons || cons > conn->tx_prod)
-		return -EPROTO;		/* consumed what we never sent */
+	if (cons < conn->peer_cons || cons > conn->tx_pub)
+		return -EPROTO;		/* consumed what we never published */
 	if ((conn->peer_flags & NTBSMC_F_WRITE_DONE) && prod != conn->peer_prod)
 		return -EPROTO;		/* data after the peer's FIN */
 	conn->peer_prod = prod;
@@ -333,6 +370,35 @@ static void conn_notify(struct ntbsmc_conn *conn, u32 want)
 		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_DB_SUPPRESSED, 1);
 }
 
+void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn)
+{
+	conn_notify(conn, NTBSMC_F_WANT_DATA);
+}
+
+/*
+ * None of our writes into the peer's buffer is in flight any more: terminal flags
+ * that conn_publish_flags() held back can go out now.
+ */
+void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn)
+{
+	unsigned long flags;
+	bool post = false;
+	int idx;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if ((conn->my_flags & NTBSMC_F_TERMINAL) && !conn_tx_inflight(conn) &&
+	    READ_ONCE(conn->established) && conn_link_alive(conn)) {
+		conn_publish_flags(conn);
+		conn_flush(conn);
+		post = true;
+	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (post)
+		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+}
+
 static u32 conn_space(struct ntbsmc_conn *conn)
 {
 	return conn->peer_rmb_size - (u32)(conn->tx_prod - READ_ONCE(conn->peer_cons));
@@ -419,13 +485,56 @@ static int conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 	return 0;
 }
 
-/* Called with the socket locked. Returns bytes sent or a negative errno. */
+/*
+ * Copies @n bytes with the CPU into the peer's buffer and publishes them. Writes
+ * still in flight by DMA come first: the cursor is published in order.
+ */
+static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
+{
+	unsigned long flags;
+	int err, idx;
+	bool idle;
+
+	if (conn->seg_head != conn->seg_tail)
+		ntbsmc_dma_wait(conn, conn->seg_tail);
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->tx_busy++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	err = conn_link_ok(conn) ? conn_copy_out(conn, msg, n) : -ECONNRESET;
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->tx_busy--;
+	if (!err && conn_link_ok(conn)) {
+		conn->tx_prod += n;
+		conn->cpu_bytes += n;
+		ntbsmc_conn_publish_locked(conn, conn->tx_prod);
+		if (conn_fault_cursor(sk))
+			writeq(conn->tx_prod + 2ULL * conn->peer_rmb_size, &conn->tx_ctl->prod);
+	} else if (!err) {
+		err = -ECONNRESET;
+	}
+	idle = !conn->tx_busy && (conn->my_flags & NTBSMC_F_TERMINAL);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	if (idle)
+		ntbsmc_conn_tx_idle(conn);
+	return err;
+}
+
+/*
+ * Called with the socket locked. Returns bytes sent or a negative errno. Bytes
+ * taken are in the peer's buffer or, with DMA, in a kernel copy on their way; a
+ * zero-copy send returns only once the engine is done with the caller's pages.
+ */
 int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			struct msghdr *msg, size_t len)
 {
 	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
-	size_t copied = 0;
-	int err = 0, idx;
+	enum ntbsmc_tx_path path = ntbsmc_dma_path(sk, conn, msg, len);
+	size_t copied = 0, cpu = 0;
+	bool zc_sent = false;
+	int err = 0, rc;
 	u32 n;
 
 	while (msg_data_left(msg)) {
@@ -445,32 +554,36 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 				break;
 			continue;
 		}
-		idx = srcu_read_lock(&ntbsmc_srcu);
-		if (!conn_link_ok(conn)) {
-			srcu_read_unlock(&ntbsmc_srcu, idx);
-			err = -ECONNRESET;
-			break;
+		if (path != NTBSMC_TX_CPU) {
+			rc = ntbsmc_dma_send(conn, msg, n, path == NTBSMC_TX_ZC);
+			if (rc < 0) {
+				err = rc;
+				break;
+			}
+			if (rc) {
+				copied += rc;
+				conn->tx_bytes += rc;
+				zc_sent |= path == NTBSMC_TX_ZC;
+				continue;
+			}
+			path = NTBSMC_TX_CPU;	/* no channel (any more), no memory */
 		}
-		err = conn_copy_out(conn, msg, n);
-		if (!err) {
-			/* payload, then the cursor that covers it */
-			conn->tx_prod += n;
-			wmb();
-			writeq(conn_fault_cursor(sk) ? conn->tx_prod + 2ULL * conn->peer_rmb_size :
-				conn->tx_prod, &conn->tx_ctl->prod);
-		}
-		srcu_read_unlock(&ntbsmc_srcu, idx);
+		err = conn_send_cpu(sk, conn, msg, n);
 		if (err)
 			break;
 		copied += n;
+		cpu += n;
 		conn->tx_bytes += n;
 		conn_notify(conn, NTBSMC_F_WANT_DATA);
 	}
+	/* The engine may still be reading the caller's pages. */
+	if (zc_sent)
+		ntbsmc_dma_wait(conn, conn->seg_tail);
 	if (conn->my_flags & NTBSMC_F_WANT_SPACE && conn_space(conn))
 		conn_want(conn, NTBSMC_F_WANT_SPACE, false);
 	if (copied) {
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_TX_BYTES, copied);
-		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, copied);
+		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
 		return copied;
 	}
 	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))

@@ -249,6 +249,8 @@ static void dev_go_down(struct ntbsmc_dev *dev)
 	WRITE_ONCE(dev->state, NTBSMC_DEV_DOWN);
 	tasklet_kill(&dev->ev_tasklet);
 	dev_abort_all(dev, "link down");
+	/* Nothing of ours may land in the peer's window after this epoch. */
+	ntbsmc_dma_detach(dev);
 	/*
 	 * Aborted connections never touch the windows again, so every slot is free
 	 * for the next epoch; their later release leaves the new owners alone.
@@ -411,6 +413,8 @@ static void dev_lgr_idle_work(struct work_struct *work)
 		dev_info(&dev->ntb->dev, "ntbsmc: link group %u idle, freed\n",
 			 dev->lgr_id);
 		dev->lgr_id = 0;
+		/* the channel was the link group's; the next one picks again */
+		ntbsmc_dma_detach(dev);
 	}
 	mutex_unlock(&dev->lock);
 }
@@ -532,6 +536,7 @@ static int ntbsmc_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	dev->net = &init_net;
 	dev->enabled = true;
 	mutex_init(&dev->lock);
+	mutex_init(&dev->dma_lock);
 	spin_lock_init(&dev->slot_lock);
 	spin_lock_init(&dev->ev_lock);
 	tasklet_setup(&dev->ev_tasklet, dev_ev_tasklet);
@@ -666,11 +671,20 @@ void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
 
 int ntbsmc_dev_init(void)
 {
-	return ntb_register_client(&ntbsmc_client);
+	int rc;
+
+	rc = ntbsmc_dma_init();
+	if (rc)
+		return rc;
+	rc = ntb_register_client(&ntbsmc_client);
+	if (rc)
+		ntbsmc_dma_exit();
+	return rc;
 }
 
 void ntbsmc_dev_exit(void)
 {
 	ntb_unregister_client(&ntbsmc_client);
+	ntbsmc_dma_exit();
 	rcu_barrier();	/* conn_free() callbacks run module code */
 }

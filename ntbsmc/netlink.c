@@ -25,7 +25,10 @@ static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
 {
 	struct ntb_dev *ntb = dev->ntb;
 	struct nlattr *nest;
+	const char *chan;
+	char buf[32];
 
+	chan = ntbsmc_dma_chan_name(dev, buf, sizeof(buf));
 	nest = nla_nest_start(skb, NTBSMC_A_DEV);
 	if (!nest)
 		return -EMSGSIZE;
@@ -42,7 +45,8 @@ static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
 	    nla_put_u32(skb, NTBSMC_DEV_RMB_SIZE, dev->rmb_size) ||
 	    nla_put_u32(skb, NTBSMC_DEV_RMB_COUNT, dev->nslots) ||
 	    (dev->state != NTBSMC_DEV_DOWN &&
-	     nla_put(skb, NTBSMC_DEV_PEER_SYSID, NTBSMC_ID_LEN, dev->peer_sysid))) {
+	     nla_put(skb, NTBSMC_DEV_PEER_SYSID, NTBSMC_ID_LEN, dev->peer_sysid)) ||
+	    (chan && nla_put_string(skb, NTBSMC_DEV_DMA_CHAN, chan))) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}
@@ -129,7 +133,6 @@ static int put_addr(struct sk_buff *skb, int type, const struct sock *sk, bool l
  * ntbsmc_socks_lock (see ctx_take_conn()). */
 static int put_conn_ntb(struct sk_buff *skb, const struct ntbsmc_conn *conn)
 {
-	u64 tx = READ_ONCE(conn->tx_bytes);
 
 	if (nla_put_u32(skb, NTBSMC_CONN_LGR_ID, conn->dev->lgr_id) ||
 	    nla_put_string(skb, NTBSMC_CONN_DEV, conn->dev->name) ||
@@ -143,11 +146,16 @@ static int put_conn_ntb(struct sk_buff *skb, const struct ntbsmc_conn *conn)
 			      NTBSMC_CONN_PAD) ||
 	    nla_put_u64_64bit(skb, NTBSMC_CONN_RX_CONS, READ_ONCE(conn->rx_cons),
 			      NTBSMC_CONN_PAD) ||
-	    nla_put_u64_64bit(skb, NTBSMC_CONN_TX_BYTES, tx, NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_TX_BYTES, READ_ONCE(conn->tx_bytes),
+			      NTBSMC_CONN_PAD) ||
 	    nla_put_u64_64bit(skb, NTBSMC_CONN_RX_BYTES, READ_ONCE(conn->rx_bytes),
 			      NTBSMC_CONN_PAD) ||
-	    nla_put_u64_64bit(skb, NTBSMC_CONN_CPU_BYTES, tx, NTBSMC_CONN_PAD) ||
-	    nla_put_u64_64bit(skb, NTBSMC_CONN_DMA_BYTES, 0, NTBSMC_CONN_PAD))
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_CPU_BYTES, READ_ONCE(conn->cpu_bytes),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_DMA_BYTES, READ_ONCE(conn->dma_bytes),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_ZC_BYTES, READ_ONCE(conn->zc_bytes),
+			      NTBSMC_CONN_PAD))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -285,6 +293,25 @@ static int put_reasons(struct sk_buff *skb, int attr, atomic64_t *c)
 	return 0;
 }
 
+/* The scalar counters: attribute of each enum ntbsmc_stat */
+static const u16 stat_attrs[] = {
+	[NTBSMC_STAT_CONN_NTB]		= NTBSMC_STATS_CONN_NTB,
+	[NTBSMC_STAT_CONN_TCP]		= NTBSMC_STATS_CONN_TCP,
+	[NTBSMC_STAT_HS_ERR]		= NTBSMC_STATS_HS_ERR,
+	[NTBSMC_STAT_TX_BYTES]		= NTBSMC_STATS_TX_BYTES,
+	[NTBSMC_STAT_RX_BYTES]		= NTBSMC_STATS_RX_BYTES,
+	[NTBSMC_STAT_DB_TX]		= NTBSMC_STATS_DB_TX,
+	[NTBSMC_STAT_DB_RX]		= NTBSMC_STATS_DB_RX,
+	[NTBSMC_STAT_DB_SUPPRESSED]	= NTBSMC_STATS_DB_SUPPRESSED,
+	[NTBSMC_STAT_BUF_FULL]		= NTBSMC_STATS_BUF_FULL,
+	[NTBSMC_STAT_ABORT]		= NTBSMC_STATS_ABORT,
+	[NTBSMC_STAT_CPU_BYTES]		= NTBSMC_STATS_CPU_BYTES,
+	[NTBSMC_STAT_DMA_BYTES]		= NTBSMC_STATS_DMA_BYTES,
+	[NTBSMC_STAT_ZC_BYTES]		= NTBSMC_STATS_ZC_BYTES,
+	[NTBSMC_STAT_DMA_FAILED]	= NTBSMC_STATS_DMA_FAILED,
+};
+static_assert(ARRAY_SIZE(stat_attrs) == NTBSMC_STAT_FB_CLIENT);
+
 static int ntbsmc_nl_stats_get(struct sk_buff *skb, struct genl_info *info)
 {
 	struct ntbsmc_net *nn = ntbsmc_net(genl_info_net(info));
@@ -302,9 +329,8 @@ static int ntbsmc_nl_stats_get(struct sk_buff *skb, struct genl_info *info)
 	nest = nla_nest_start(msg, NTBSMC_A_STATS);
 	if (!nest)
 		goto err;
-	/* The scalar counters come first in both enums, in the same order. */
-	for (s = 0; s < NTBSMC_STAT_FB_CLIENT; s++)
-		if (nla_put_u64_64bit(msg, s + 1, atomic64_read(&nn->stats[s]),
+	for (s = 0; s < ARRAY_SIZE(stat_attrs); s++)
+		if (nla_put_u64_64bit(msg, stat_attrs[s], atomic64_read(&nn->stats[s]),
 				      NTBSMC_STATS_PAD))
 			goto err;
 	if (put_reasons(msg, NTBSMC_STATS_FB_CLIENT, &nn->stats[NTBSMC_STAT_FB_CLIENT]) ||

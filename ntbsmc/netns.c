@@ -16,6 +16,7 @@ static int max_busy_poll_us = 100000;
 static int min_rmb_kb = 16;
 static int max_rmb_kb = 4096;
 static int max_idle_ms = 24 * 3600 * 1000;
+static int max_int = INT_MAX;
 
 static const struct ctl_table ntbsmc_sysctl_template[] = {
 	{
@@ -58,6 +59,22 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.extra1		= &min_timeout_ms,
 		.extra2		= &max_idle_ms,
 	},
+	{
+		.procname	= "dma_threshold",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &zero,
+		.extra2		= &max_int,
+	},
+	{
+		.procname	= "zerocopy_threshold",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &zero,
+		.extra2		= &max_int,
+	},
 	{ }
 };
 
@@ -72,6 +89,8 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->busy_poll_us = 0;
 	nn->rmb_kb = 256;
 	nn->lgr_idle_ms = 600 * 1000;
+	nn->dma_threshold = 65536;
+	nn->zerocopy_threshold = 262144;
 
 	tbl = kmemdup(ntbsmc_sysctl_template, sizeof(ntbsmc_sysctl_template),
 		      GFP_KERNEL);
@@ -82,6 +101,8 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	tbl[2].data = &nn->busy_poll_us;
 	tbl[3].data = &nn->rmb_kb;
 	tbl[4].data = &nn->lgr_idle_ms;
+	tbl[5].data = &nn->dma_threshold;
+	tbl[6].data = &nn->zerocopy_threshold;
 	/* Like net.ipv4: a namespace's settings are its own root's to change. */
 	nn->sysctl = register_net_sysctl(net, "net/ntbsmc", tbl);
 	if (!nn->sysctl) {

@@ -31,6 +31,8 @@ enum ntbsmc_stat {
 	NTBSMC_STAT_ABORT,		/* connections reset (bad peer value, link) */
 	NTBSMC_STAT_CPU_BYTES,		/* bytes copied by the CPU */
 	NTBSMC_STAT_DMA_BYTES,		/* bytes moved by DMA */
+	NTBSMC_STAT_ZC_BYTES,		/* of those, straight from the sender's pages */
+	NTBSMC_STAT_DMA_FAILED,		/* DMA writes redone by the CPU */
 	NTBSMC_STAT_FB_CLIENT,		/* first of __NTBSMC_REASON_MAX client reasons */
 	NTBSMC_STAT_FB_SERVER = NTBSMC_STAT_FB_CLIENT + __NTBSMC_REASON_MAX,
 	__NTBSMC_STAT_MAX = NTBSMC_STAT_FB_SERVER + __NTBSMC_REASON_MAX,
@@ -43,6 +45,8 @@ struct ntbsmc_net {
 	int busy_poll_us;
 	int rmb_kb;
 	int lgr_idle_ms;
+	int dma_threshold;		/* writes of at least this many bytes use DMA; 0: never */
+	int zerocopy_threshold;		/* ... and straight from user pages; 0: never */
 	atomic64_t stats[__NTBSMC_STAT_MAX];
 	struct ctl_table_header *sysctl;
 };
@@ -71,6 +75,7 @@ enum ntbsmc_dev_state {
 };
 
 struct ntbsmc_conn;
+struct ntbsmc_dma;
 
 struct ntbsmc_dev {
 	struct kref ref;
@@ -120,6 +125,11 @@ struct ntbsmc_dev {
 	atomic_t lgr_conns;
 	atomic64_t lgr_tx_bytes, lgr_rx_bytes;
 	struct delayed_work lgr_idle_work;
+
+	/* DMA channel for writes into the peer's window (dma.c) */
+	struct mutex dma_lock;		/* attaching and detaching it */
+	struct ntbsmc_dma __rcu *dma;	/* under ntbsmc_srcu */
+	unsigned long dma_retry;	/* jiffies: no new channel before */
 };
 
 extern struct list_head ntbsmc_devs;
@@ -151,6 +161,7 @@ struct ntbsmc_conn {
 	u32 my_slot, my_token;
 	u32 peer_slot, peer_token;
 	u32 rmb_size, peer_rmb_size;
+	u32 peer_rmb_off;			/* of the peer's buffer in its window */
 
 	void *rmb;				/* our buffer, peer writes */
 	struct ntbsmc_slot *rx_ctl;		/* our control block, peer writes */
@@ -170,7 +181,25 @@ struct ntbsmc_conn {
 	bool established;	/* handshake completed */
 	bool closed;		/* our side closed: slot freed when the peer is done */
 	u64 tx_bytes, rx_bytes;
+	u64 cpu_bytes, dma_bytes, zc_bytes;	/* of tx_bytes, by copy path */
+
+	/*
+	 * Writes into the peer's buffer that the published producer cursor does not
+	 * cover yet (dma.c): DMA in flight, and what was written after it. Retired in
+	 * order by tx_work, which publishes the cursor; while any is in flight the
+	 * ring holds a reference on the connection.
+	 */
+	u64 tx_pub;			/* producer cursor the peer was given */
+	unsigned int tx_busy;		/* CPU copies into the peer's buffer running */
+	struct ntbsmc_txseg *segs;	/* NTBSMC_TX_SEGS, allocated at the first DMA */
+	u32 seg_head, seg_tail;		/* free running: retired up to, filled up to */
+	void *stage;			/* kernel copy for DMA, laid out like the peer's buffer */
+	struct delayed_work tx_work;
+	wait_queue_head_t tx_wq;	/* a segment retired */
 };
+
+/* Flags that tell the peer it may reuse its buffer: held back while we write into it. */
+#define NTBSMC_F_TERMINAL	(NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED | NTBSMC_F_ABORT)
 
 struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk);
 int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *peer);
@@ -189,6 +218,30 @@ __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn);
 void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how);
 int ntbsmc_conn_inq(struct ntbsmc_conn *conn);
 int ntbsmc_conn_outq(struct ntbsmc_conn *conn);
+bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn);
+void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod);
+void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn);
+void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn);
+
+/* ---- dma.c: DMA writes into the peer's buffer, zero-copy sends ---- */
+
+#define NTBSMC_TX_SEGS		64		/* writes in flight per connection */
+#define NTBSMC_DMA_CHUNK	SZ_64K		/* most one segment carries */
+#define NTBSMC_ZC_PAGES		(NTBSMC_DMA_CHUNK / PAGE_SIZE + 1)
+
+enum ntbsmc_tx_path { NTBSMC_TX_CPU, NTBSMC_TX_DMA, NTBSMC_TX_ZC };
+
+int ntbsmc_dma_init(void);
+void ntbsmc_dma_exit(void);
+void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net);
+void ntbsmc_dma_detach(struct ntbsmc_dev *dev);
+const char *ntbsmc_dma_chan_name(struct ntbsmc_dev *dev, char *buf, size_t len);
+enum ntbsmc_tx_path ntbsmc_dma_path(struct sock *sk, struct ntbsmc_conn *conn,
+				    struct msghdr *msg, size_t len);
+int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc);
+void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto);
+void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn);
+void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn);
 
 /* ---- ulp.c: the TCP ULP, socket-level behaviour, mode switches ---- */
 

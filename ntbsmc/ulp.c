@@ -488,6 +488,9 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 		info.rx_bytes = ctx->conn->rx_bytes;
 		info.rmb_size = ctx->conn->rmb_size;
 		info.peer_rmb_size = ctx->conn->peer_rmb_size;
+		info.cpu_bytes = READ_ONCE(ctx->conn->cpu_bytes);
+		info.dma_bytes = READ_ONCE(ctx->conn->dma_bytes);
+		info.zc_bytes = READ_ONCE(ctx->conn->zc_bytes);
 	}
 	release_sock(sk);
 	len = min_t(int, len, sizeof(info));

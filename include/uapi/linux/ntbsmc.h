@@ -87,6 +87,11 @@ enum ntbsmc_reason {
  * @rx_bytes: payload bytes this socket read from its own buffer over NTB
  * @rmb_size: size of this connection's receive buffer (NTB mode)
  * @peer_rmb_size: size of the peer's receive buffer (NTB mode)
+ * @cpu_bytes: of @tx_bytes, copied into the peer's buffer by the CPU
+ * @dma_bytes: of @tx_bytes, written by a DMA engine
+ * @zc_bytes: of @dma_bytes, straight from the sender's pages (zero-copy)
+ *
+ * Later versions only append fields; the kernel fills as much as optlen asks for.
  */
 struct ntbsmc_info {
 	__u32 mode;
@@ -97,6 +102,9 @@ struct ntbsmc_info {
 	__u64 rx_bytes;
 	__u32 rmb_size;
 	__u32 peer_rmb_size;
+	__u64 cpu_bytes;
+	__u64 dma_bytes;
+	__u64 zc_bytes;
 };
 
 
@@ -176,6 +184,8 @@ enum ntbsmc_attr {
  * @NTBSMC_DEV_RMB_SIZE: u32, bytes per connection buffer
  * @NTBSMC_DEV_RMB_COUNT: u32, connection buffers
  * @NTBSMC_DEV_PEER_SYSID: binary, 16 bytes, the peer system (once the link is up)
+ * @NTBSMC_DEV_DMA_CHAN: string, the dmaengine channel writing into the peer's
+ *	window (absent: writes are CPU copies)
  */
 enum ntbsmc_dev_attr {
 	NTBSMC_DEV_UNSPEC,
@@ -192,6 +202,7 @@ enum ntbsmc_dev_attr {
 	NTBSMC_DEV_RMB_COUNT,
 	NTBSMC_DEV_PEER_SYSID,
 	NTBSMC_DEV_PAD,
+	NTBSMC_DEV_DMA_CHAN,
 
 	__NTBSMC_DEV_MAX
 };
@@ -259,6 +270,8 @@ enum ntbsmc_lgr_attr {
  * @NTBSMC_CONN_RX_BYTES: u64, payload bytes received over NTB
  * @NTBSMC_CONN_CPU_BYTES: u64, of @NTBSMC_CONN_TX_BYTES, copied by the CPU
  * @NTBSMC_CONN_DMA_BYTES: u64, of @NTBSMC_CONN_TX_BYTES, moved by DMA
+ * @NTBSMC_CONN_ZC_BYTES: u64, of @NTBSMC_CONN_DMA_BYTES, straight from the
+ *	sender's pages (zero-copy)
  */
 enum ntbsmc_conn_attr {
 	NTBSMC_CONN_UNSPEC,
@@ -287,6 +300,7 @@ enum ntbsmc_conn_attr {
 	NTBSMC_CONN_CPU_BYTES,
 	NTBSMC_CONN_DMA_BYTES,
 	NTBSMC_CONN_PAD,
+	NTBSMC_CONN_ZC_BYTES,
 
 	__NTBSMC_CONN_MAX
 };
@@ -308,6 +322,10 @@ enum ntbsmc_conn_attr {
  * @NTBSMC_STATS_DMA_BYTES: payload bytes moved by DMA
  * @NTBSMC_STATS_FB_CLIENT: nested, u64 per enum ntbsmc_reason (attr = reason + 1)
  * @NTBSMC_STATS_FB_SERVER: nested, likewise for server-side connections
+ * @NTBSMC_STATS_ZC_BYTES: of @NTBSMC_STATS_DMA_BYTES, moved straight from the
+ *	sender's pages (zero-copy)
+ * @NTBSMC_STATS_DMA_FAILED: DMA writes that failed, timed out or were aborted and
+ *	were redone by the CPU (their bytes count as CPU bytes)
  */
 enum ntbsmc_stats_attr {
 	NTBSMC_STATS_UNSPEC,
@@ -326,6 +344,8 @@ enum ntbsmc_stats_attr {
 	NTBSMC_STATS_FB_CLIENT,
 	NTBSMC_STATS_FB_SERVER,
 	NTBSMC_STATS_PAD,
+	NTBSMC_STATS_ZC_BYTES,
+	NTBSMC_STATS_DMA_FAILED,
 
 	__NTBSMC_STATS_MAX
 };

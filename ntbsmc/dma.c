@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: DMA writes into the peer's buffer through dmaengine; zero-copy sends. */
+
+#include <linux/dmaengine.h>
+#include <linux/dma-mapping.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include "ntbsmc.h"
+
+/*
+ * A link group's device gets one DMA_MEMCPY channel (any engine; one on the NTB
+ * device's NUMA node first) and maps its outbound window for it. A connection's
+ * large writes become segments: a run of the peer's buffer written by one or more
+ * descriptors, from a kernel copy of the data (the staging buffer) or straight
+ * from the sender's pinned pages (zero-copy). Segments retire in order in
+ * tx_work, which publishes the producer cursor over what completed; a segment
+ * whose DMA failed, timed out or was aborted is written again by the CPU first,
+ * so the peer never sees a byte twice, out of order or missing.
+ *
+ * A channel dies (its engine went away, it stopped completing) by being
+ * detached: no new submissions (SRCU), then dmaengine_terminate_sync(), after
+ * which nothing of ours is in flight on it and the segments still waiting for it
+ * are rewritten by the CPU. The record lives on while segments reference it.
+ */
+
+static unsigned int dma_timeout_ms = 2000;
+module_param(dma_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(dma_timeout_ms, "A DMA write not completed after this long is redone by the CPU and its channel dropped (default 2000)");
+
+struct ntbsmc_dma {
+	struct kref ref;		/* dev->dma's, and one per segment on it */
+	struct ntbsmc_dev *dev;		/* ref held, put in dma_free_work() */
+	struct dma_chan *chan;
+	struct device *dmadev;		/* buffers are mapped for it; ref held */
+	dma_addr_t peer_win;		/* the peer's window as the engine addresses it */
+	size_t peer_win_size;
+	unsigned long flags;
+	bool terminated;		/* killed: nothing of ours in flight on it */
+	atomic_t prep_failures;		/* consecutive */
+	struct work_struct kill_work, free_work;
+	char name[32];			/* the channel's; its device may go first */
+};
+
+#define DMA_KILLED		0	/* flags: dma_kill() ran or runs */
+#define DMA_KILL_QUEUED		1
+#define DMA_MAX_PREP_FAILURES	16
+
+enum { SEG_PENDING, SEG_DONE };
+
+struct ntbsmc_txseg {
+	struct ntbsmc_conn *conn;
+	struct ntbsmc_dma *dma;
+	u64 end;			/* producer cursor once this segment is in */
+	u32 off, len;			/* in the peer's buffer; never wraps */
+	u8 state;			/* under conn->lock */
+	bool zc;			/* from pinned user pages, else from conn->stage */
+	bool error;			/* a descriptor failed or none could be issued */
+	atomic_t descs;			/* not called back yet, +1 while submitting */
+	unsigned long deadline;		/* jiffies */
+	dma_addr_t src;			/* staging: the mapped range, or DMA_MAPPING_ERROR */
+	unsigned int npages, pg_off;	/* zero-copy: data starts at pg_off of pages[0] */
+	unsigned int nruns;		/* physically contiguous runs mapped */
+	struct page *pages[NTBSMC_ZC_PAGES];
+	dma_addr_t run_addr[NTBSMC_ZC_PAGES];
+	u32 run_len[NTBSMC_ZC_PAGES];
+};
+
+static struct workqueue_struct *ntbsmc_dma_wq;
+static atomic_t dma_live = ATOMIC_INIT(0);	/* records not freed yet */
+
+/* ---- channels ---- */
+
+static void dma_free_work(struct work_struct *work)
+{
+	struct ntbsmc_dma *d = container_of(work, struct ntbsmc_dma, free_work);
+
+	dma_unmap_resource(d->dmadev, d->peer_win, d->peer_win_size, DMA_FROM_DEVICE, 0);
+	dma_release_channel(d->chan);
+	put_device(d->dmadev);
+	ntbsmc_dev_put(d->dev);
+	kfree(d);
+	if (atomic_dec_and_test(&dma_live))
+		wake_up_var(&dma_live);
+}
+
+static void dma_release(struct kref *ref)
+{
+	struct ntbsmc_dma *d = container_of(ref, struct ntbsmc_dma, ref);
+
+	/* dma_release_channel() sleeps; the last put may not. */
+	queue_work(ntbsmc_dma_wq, &d->free_work);
+}
+
+static void dma_put(struct ntbsmc_dma *d)
+{
+	kref_put(&d->ref, dma_release);
+}
+
+/*
+ * Stops all use of @d: it is no longer the device's channel, nobody submits on it
+ * any more (SRCU) and the engine dropped what was queued. Process context.
+ */
+static void dma_kill(struct ntbsmc_dma *d)
+{
+	struct ntbsmc_dev *dev = d->dev;
+	bool owned = false;
+
+	might_sleep();
+	mutex_lock(&dev->dma_lock);
+	if (rcu_access_pointer(dev->dma) == d) {
+		RCU_INIT_POINTER(dev->dma, NULL);
+		dev->dma_retry = jiffies + HZ;
+		owned = true;
+	}
+	mutex_unlock(&dev->dma_lock);
+	if (!test_and_set_bit(DMA_KILLED, &d->flags)) {
+		ntbsmc_conn_sync();
+		dmaengine_terminate_sync(d->chan);
+		/* segments still pending now will never be called back */
+		smp_store_release(&d->terminated, true);
+		/* dev->ntb may be gone (this runs after ntbsmc_remove() too) */
+		pr_info("ntbsmc: %s: DMA channel %s dropped\n", dev->name, d->name);
+	}
+	if (owned)
+		dma_put(d);
+}
+
+static void dma_kill_work(struct work_struct *work)
+{
+	struct ntbsmc_dma *d = container_of(work, struct ntbsmc_dma, kill_work);
+
+	dma_kill(d);
+	dma_put(d);	/* dma_kill_async()'s */
+}
+
+/* From any context: the channel failed; the caller holds a reference on @d. */
+static void dma_kill_async(struct ntbsmc_dma *d)
+{
+	if (test_and_set_bit(DMA_KILL_QUEUED, &d->flags))
+		return;
+	kref_get(&d->ref);	/* put in dma_kill_work() */
+	queue_work(ntbsmc_dma_wq, &d->kill_work);
+}
+
+static bool dma_filter_node(struct dma_chan *chan, void *param)
+{
+	return dev_to_node(chan->device->dev) == *(int *)param;
+}
+
+/*
+ * Gives the device a DMA channel if the namespace wants DMA and it has none; called
+ * when a connection is set up (process context). Without one, writes use the CPU.
+ */
+void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net)
+{
+	int node = dev_to_node(&dev->ntb->dev);
+	struct ntbsmc_dma *d = NULL;
+	struct dma_chan *chan = NULL;
+	dma_cap_mask_t mask;
+	phys_addr_t pbase;
+	resource_size_t psize;
+
+	if (!READ_ONCE(ntbsmc_net(net)->dma_threshold) || rcu_access_pointer(dev->dma))
+		return;
+	mutex_lock(&dev->dma_lock);
+	if (rcu_access_pointer(dev->dma) || time_before(jiffies, dev->dma_retry) ||
+	    READ_ONCE(dev->state) != NTBSMC_DEV_ACTIVE)
+		goto out;
+	dev->dma_retry = jiffies + HZ;	/* failures are not retried at once */
+
+	dma_cap_zero(mask);
+	dma_cap_set(DMA_MEMCPY, mask);
+	if (node != NUMA_NO_NODE)
+		chan = dma_request_channel(mask, dma_filter_node, &node);
+	if (!chan)
+		chan = dma_request_channel(mask, NULL, NULL);
+	if (!chan)
+		goto out;
+	if (ntb_peer_mw_get_addr(dev->ntb, 0, &pbase, &psize))
+		goto err_chan;
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		goto err_chan;
+	kref_init(&d->ref);		/* dev->dma's, put in dma_kill() */
+	INIT_WORK(&d->kill_work, dma_kill_work);
+	INIT_WORK(&d->free_work, dma_free_work);
+	d->chan = chan;
+	strscpy(d->name, dma_chan_name(chan), sizeof(d->name));
+	d->dmadev = get_device(dmaengine_get_dma_device(chan));	/* put in dma_free_work() */
+	d->peer_win_size = dev->peer_win_size;
+	/* The engine writes the peer's window: map the BAR, not struct pages. */
+	d->peer_win = dma_map_resource(d->dmadev, pbase, d->peer_win_size, DMA_FROM_DEVICE, 0);
+	if (dma_mapping_error(d->dmadev, d->peer_win)) {
+		put_device(d->dmadev);
+		kfree(d);
+		goto err_chan;
+	}
+	kref_get(&dev->ref);		/* put in dma_free_work() */
+	d->dev = dev;
+	atomic_inc(&dma_live);
+	rcu_assign_pointer(dev->dma, d);
+	dev->dma_retry = 0;
+	dev_info(&dev->ntb->dev, "ntbsmc: DMA channel %s\n", d->name);
+	goto out;
+
+err_chan:
+	dma_release_channel(chan);
+out:
+	mutex_unlock(&dev->dma_lock);
+}
+
+/* The device goes down or away: its channel is dropped and nothing is in flight. */
+void ntbsmc_dma_detach(struct ntbsmc_dev *dev)
+{
+	struct ntbsmc_dma *d;
+
+	mutex_lock(&dev->dma_lock);
+	d = rcu_dereference_protected(dev->dma, lockdep_is_held(&dev->dma_lock));
+	if (d)
+		kref_get(&d->ref);	/* put below */
+	mutex_unlock(&dev->dma_lock);
+	if (!d) {
+		/* no DMA, but CPU writers of the old epoch must be gone too */
+		ntbsmc_conn_sync();
+		return;
+	}
+	dma_kill(d);
+	dma_put(d);
+}
+
+const char *ntbsmc_dma_chan_name(struct ntbsmc_dev *dev, char *buf, size_t len)
+{
+	struct ntbsmc_dma *d;
+	const char *name = NULL;
+	int idx;
+
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	d = srcu_dereference(dev->dma, &ntbsmc_srcu);
+	if (d) {
+		strscpy(buf, d->name, len);
+		name = buf;
+	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	return name;
+}
+
+/* ---- segments ---- */
+
+static struct ntbsmc_txseg *seg_at(struct ntbsmc_conn *conn, u32 seq)
+{
+	return &conn->segs[seq % NTBSMC_TX_SEGS];
+}
+
+static void seg_kick_locked(struct ntbsmc_conn *conn, unsigned long delay)
+{
+	lockdep_assert_held(&conn->lock);
+	mod_delayed_work(ntbsmc_dma_wq, &conn->tx_work, delay);
+}
+
+/* The last descriptor of @seg was called back (or none was issued). */
+static void seg_done(struct ntbsmc_txseg *seg)
+{
+	struct ntbsmc_conn *conn = seg->conn;
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	seg->state = SEG_DONE;
+	if (seg == seg_at(conn, conn->seg_head))
+		seg_kick_locked(conn, 0);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	/* The segment may be retired and the connection gone from here on. */
+}
+
+/* dmaengine callback, in the engine's completion context. */
+static void seg_desc_done(void *param, const struct dmaengine_result *res)
+{
+	struct ntbsmc_txseg *seg = param;
+
+	if (res->result != DMA_TRANS_NOERROR) {
+		WRITE_ONCE(seg->error, true);
+		if (res->result == DMA_TRANS_ABORTED)
+			dma_kill_async(seg->dma);	/* the engine went away */
+	}
+	if (atomic_dec_and_test(&seg->descs))
+		seg_done(seg);
+}
+
+/* Issues one descriptor of @seg: @len bytes from @src to @off of the peer's buffer. */
+static bool seg_issue(struct ntbsmc_txseg *seg, dma_addr_t src, u32 off, u32 len)
+{
+	struct ntbsmc_conn *conn = seg->conn;
+	struct ntbsmc_dma *d = seg->dma;
+	struct dma_async_tx_descriptor *tx;
+	dma_addr_t dst = d->peer_win + conn->peer_rmb_off + off;
+
+	if (!is_dma_copy_aligned(d->chan->device, src, dst, len))
+		return false;
+	tx = dmaengine_prep_dma_memcpy(d->chan, dst, src, len,
+				       DMA_PREP_INTERRUPT | DMA_CTRL_ACK);
+	if (!tx) {
+		/* full or gone; an engine that keeps refusing is dropped */
+		if (atomic_inc_return(&d->prep_failures) >= DMA_MAX_PREP_FAILURES)
+			dma_kill_async(d);
+		return false;
+	}
+	atomic_set(&d->prep_failures, 0);
+	tx->callback_result = seg_desc_done;
+	tx->callback_param = seg;
+	atomic_inc(&seg->descs);
+	if (dma_submit_error(dmaengine_submit(tx))) {
+		atomic_dec(&seg->descs);
+		dma_kill_async(d);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The user address range the iterator continues with, if it is user memory:
+ * zero-copy pins it. Stops at the end of the current iovec.
+ */
+static bool iter_user_span(const struct iov_iter *i, unsigned long *addr, size_t *len)
+{
+	if (iter_is_ubuf(i)) {
+		*addr = (unsigned long)i->ubuf + i->iov_offset;
+		*len = i->count;
+		return true;
+	}
+	if (iter_is_iovec(i) && i->nr_segs) {
+		*addr = (unsigned long)i->iov->iov_base + i->iov_offset;
+		*len = min(i->count, i->iov->iov_len - i->iov_offset);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Pins the user pages behind the next up to *@len bytes of @msg (FOLL_PIN, as for
+ * O_DIRECT and RDMA: a fork or munmap meanwhile leaves them ours) and shortens
+ * *@len to what was pinned. 0, or -EFAULT when nothing could be.
+ */
+static int seg_pin(struct ntbsmc_txseg *seg, struct msghdr *msg, u32 *len)
+{
+	unsigned long addr;
+	size_t span;
+	int n, got;
+
+	if (!iter_user_span(&msg->msg_iter, &addr, &span) || !span)
+		return -EAGAIN;		/* nothing to pin here: stage it */
+	*len = min_t(size_t, *len, span);
+	seg->pg_off = offset_in_page(addr);
+	n = DIV_ROUND_UP(seg->pg_off + *len, PAGE_SIZE);
+	got = pin_user_pages_fast(addr & PAGE_MASK, n, 0, seg->pages);
+	if (got <= 0)
+		return -EFAULT;
+	seg->npages = got;
+	*len = min_t(u32, *len, got * PAGE_SIZE - seg->pg_off);
+	iov_iter_advance(&msg->msg_iter, *len);
+	return 0;
+}
+
+/* Maps the pinned pages for the engine, merging physically contiguous runs, and
+ * issues one descriptor per run. False if not all of it went out. */
+static bool seg_issue_pages(struct ntbsmc_txseg *seg)
+{
+	struct device *dmadev = seg->dma->dmadev;
+	u32 done = 0, i = 0;
+
+	while (done < seg->len) {
+		u32 start = i, off = i ? 0 : seg->pg_off;
+		u32 run = min_t(u32, PAGE_SIZE - off, seg->len - done);
+		dma_addr_t a;
+
+		while (done + run < seg->len && i + 1 < seg->npages &&
+		       page_to_pfn(seg->pages[i + 1]) == page_to_pfn(seg->pages[i]) + 1) {
+			i++;
+			run += min_t(u32, PAGE_SIZE, seg->len - done - run);
+		}
+		i++;
+		a = dma_map_page(dmadev, seg->pages[start], off, run, DMA_TO_DEVICE);
+		if (dma_mapping_error(dmadev, a))
+			return false;
+		seg->run_addr[seg->nruns] = a;
+		seg->run_len[seg->nruns++] = run;
+		if (!seg_issue(seg, a, seg->off + done, run))
+			return false;
+		done += run;
+	}
+	return true;
+}
+
+/* Undoes what submitting @seg set up; every descriptor of it is done. */
+static void seg_unmap(struct ntbsmc_txseg *seg)
+{
+	struct device *dmadev = seg->dma->dmadev;
+	u32 i;
+
+	if (seg->zc) {
+		for (i = 0; i < seg->nruns; i++)
+			dma_unmap_page(dmadev, seg->run_addr[i], seg->run_len[i], DMA_TO_DEVICE);
+		unpin_user_pages(seg->pages, seg->npages);
+	} else if (seg->src != DMA_MAPPING_ERROR) {
+		dma_unmap_single(dmadev, seg->src, seg->len, DMA_TO_DEVICE);
+	}
+}
+
+/* Writes @seg with the CPU: its DMA failed; nothing of it is in flight. */
+static void seg_copy_cpu(struct ntbsmc_txseg *seg)
+{
+	struct ntbsmc_conn *conn = seg->conn;
+	void __iomem *dst;
+	u32 done = 0, i;
+	int idx;
+
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (!ntbsmc_conn_link_ok(conn))
+		goto out;
+	dst = conn->peer_rmb + seg->off;
+	if (!seg->zc) {
+		memcpy_toio(dst, conn->stage + seg->off, seg->len);
+		goto out;
+	}
+	for (i = 0; i < seg->npages && done < seg->len; i++) {
+		u32 off = i ? 0 : seg->pg_off;
+		u32 n = min_t(u32, PAGE_SIZE - off, seg->len - done);
+		void *src = kmap_local_page(seg->pages[i]);
+
+		memcpy_toio(dst + done, src + off, n);
+		kunmap_local(src);
+		done += n;
+	}
+out:
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+}
+
+/*
+ * Retires segments in order: rewrites failed ones with the CPU, releases what
+ * they held and publishes the producer cursor over them. Re-arms itself for the
+ * first one still in flight (at its deadline, after which its channel is killed).
+ */
+static void seg_work(struct work_struct *work)
+{
+	struct ntbsmc_conn *conn = container_of(to_delayed_work(work), struct ntbsmc_conn,
+						tx_work);
+	struct net *net = conn->dev->net;
+	struct ntbsmc_dma *kill = NULL;
+	struct ntbsmc_txseg *seg;
+	bool published = false;
+	unsigned long flags;
+	int idx;
+
+	for (;;) {
+		spin_lock_irqsave(&conn->lock, flags);
+		if (conn->seg_head == conn->seg_tail)
+			break;
+		seg = seg_at(conn, conn->seg_head);
+		if (seg->state == SEG_PENDING) {
+			if (!smp_load_acquire(&seg->dma->terminated)) {
+				unsigned long now = jiffies;
+
+				if (time_before(now, seg->deadline)) {
+					seg_kick_locked(conn, seg->deadline - now);
+				} else {
+					kill = seg->dma;
+					kref_get(&kill->ref);	/* put below */
+					seg_kick_locked(conn, msecs_to_jiffies(20));
+				}
+				spin_unlock_irqrestore(&conn->lock, flags);
+				goto out;
+			}
+			/* its channel was terminated: it will never be called back */
+			seg->error = true;
+		}
+		spin_unlock_irqrestore(&conn->lock, flags);
+
+		if (seg->error)
+			seg_copy_cpu(seg);
+		seg_unmap(seg);
+		if (seg->error) {
+			ntbsmc_stat_add(net, NTBSMC_STAT_CPU_BYTES, seg->len);
+			ntbsmc_stat_add(net, NTBSMC_STAT_DMA_FAILED, 1);
+		} else {
+			ntbsmc_stat_add(net, NTBSMC_STAT_DMA_BYTES, seg->len);
+			if (seg->zc)
+				ntbsmc_stat_add(net, NTBSMC_STAT_ZC_BYTES, seg->len);
+		}
+		dma_put(seg->dma);
+
+		spin_lock_irqsave(&conn->lock, flags);
+		if (seg->error) {
+			conn->cpu_bytes += seg->len;
+		} else {
+			conn->dma_bytes += seg->len;
+			if (seg->zc)
+				conn->zc_bytes += seg->len;
+		}
+		conn->seg_head++;
+		idx = srcu_read_lock(&ntbsmc_srcu);
+		if (ntbsmc_conn_link_ok(conn)) {
+			ntbsmc_conn_publish_locked(conn, seg->end);
+			published = true;
+		}
+		srcu_read_unlock(&ntbsmc_srcu, idx);
+		spin_unlock_irqrestore(&conn->lock, flags);
+		wake_up(&conn->tx_wq);
+	}
+	/* Drained, conn->lock held: nothing is in flight, nothing will kick us. */
+	cancel_delayed_work(&conn->tx_work);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	wake_up(&conn->tx_wq);
+	if (published)
+		ntbsmc_conn_notify_data(conn);
+	ntbsmc_conn_tx_idle(conn);
+	ntbsmc_conn_put(conn);		/* the ring's, from ntbsmc_dma_send() */
+	return;
+
+out:
+	if (published)
+		ntbsmc_conn_notify_data(conn);
+	if (kill) {
+		net_info_ratelimited("ntbsmc: %s: DMA write not completed in %u ms\n",
+				     conn->dev->name, dma_timeout_ms);
+		dma_kill_async(kill);
+		dma_put(kill);
+	}
+}
+
+/* Waits until segments before @upto retired; bounded by the DMA timeout. */
+void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto)
+{
+	might_sleep();
+	wait_event(conn->tx_wq, (s32)(READ_ONCE(conn->seg_head) - upto) >= 0);
+}
+
+enum ntbsmc_tx_path ntbsmc_dma_path(struct sock *sk, struct ntbsmc_conn *conn,
+				    struct msghdr *msg, size_t len)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
+	int thr = READ_ONCE(nn->dma_threshold), zthr = READ_ONCE(nn->zerocopy_threshold);
+
+	if (!thr || len < thr || !rcu_access_pointer(conn->dev->dma))
+		return NTBSMC_TX_CPU;
+	if (zthr && len >= zthr && user_backed_iter(&msg->msg_iter))
+		return NTBSMC_TX_ZC;
+	return NTBSMC_TX_DMA;
+}
+
+/*
+ * Sends up to @n bytes of @msg (that much space is free in the peer's buffer) by
+ * DMA at our producer cursor: from pinned user pages if @zc, else from a kernel
+ * copy. The cursor is published when the segment retires. Returns the bytes
+ * taken, 0 if DMA cannot take them (the caller copies with the CPU), or -errno.
+ * Called with the socket locked.
+ */
+int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc)
+{
+	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1), len;
+	struct ntbsmc_txseg *seg;
+	struct ntbsmc_dma *d;
+	unsigned long flags;
+	int rc = 0, idx;
+	bool ok;
+
+	if (!conn->segs) {
+		conn->segs = kvcalloc(NTBSMC_TX_SEGS, sizeof(*conn->segs), GFP_KERNEL);
+		if (!conn->segs)
+			return 0;
+	}
+	if (!zc && !conn->stage) {
+		conn->stage = (void *)__get_free_pages(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY,
+						       get_order(conn->peer_rmb_size));
+		if (!conn->stage)
+			return 0;
+	}
+	/* A free ring entry: only we fill it, so it stays free. */
+	if (conn->seg_tail - READ_ONCE(conn->seg_head) >= NTBSMC_TX_SEGS)
+		ntbsmc_dma_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
+
+	len = min3(n, conn->peer_rmb_size - off, (u32)NTBSMC_DMA_CHUNK);
+	seg = seg_at(conn, conn->seg_tail);
+	memset(seg, 0, offsetof(struct ntbsmc_txseg, pages));
+	seg->conn = conn;
+	seg->off = off;
+	seg->zc = zc;
+	seg->src = DMA_MAPPING_ERROR;
+
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	d = srcu_dereference(conn->dev->dma, &ntbsmc_srcu);
+	if (!d || !ntbsmc_conn_link_ok(conn))
+		goto out;	/* 0: the CPU path finds out what is wrong */
+	if (zc) {
+		rc = seg_pin(seg, msg, &len);
+		if (rc == -EAGAIN) {
+			seg->zc = zc = false;	/* not user memory here: stage it */
+			rc = 0;
+			if (!conn->stage)
+				goto out;
+		} else if (rc) {
+			goto out;
+		}
+	}
+	if (!zc) {
+		len = copy_from_iter(conn->stage + off, len, &msg->msg_iter);
+		if (!len) {
+			rc = -EFAULT;
+			goto out;
+		}
+	}
+	seg->len = len;
+	seg->end = conn->tx_prod + len;
+	seg->dma = d;
+	kref_get(&d->ref);		/* put when the segment retires */
+	atomic_set(&seg->descs, 1);	/* ours until all are submitted */
+	seg->deadline = jiffies + msecs_to_jiffies(READ_ONCE(dma_timeout_ms));
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->seg_head == conn->seg_tail) {
+		refcount_inc(&conn->ref);	/* the ring's, put by seg_work() */
+		/* seg_work() then keeps itself armed for the oldest one */
+		seg_kick_locked(conn, msecs_to_jiffies(READ_ONCE(dma_timeout_ms)));
+	}
+	seg->state = SEG_PENDING;
+	conn->seg_tail++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	conn->tx_prod += len;
+
+	if (zc) {
+		ok = seg_issue_pages(seg);
+	} else {
+		seg->src = dma_map_single(d->dmadev, conn->stage + off, len, DMA_TO_DEVICE);
+		ok = !dma_mapping_error(d->dmadev, seg->src);
+		if (!ok)
+			seg->src = DMA_MAPPING_ERROR;
+		else
+			ok = seg_issue(seg, seg->src, off, len);
+	}
+	if (!ok)
+		WRITE_ONCE(seg->error, true);	/* the CPU writes what did not go out */
+	dma_async_issue_pending(d->chan);
+	if (atomic_dec_and_test(&seg->descs))
+		seg_done(seg);
+	rc = len;
+out:
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	return rc;
+}
+
+void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn)
+{
+	INIT_DELAYED_WORK(&conn->tx_work, seg_work);
+	init_waitqueue_head(&conn->tx_wq);
+}
+
+/* The connection is freed: its ring is empty (it held a reference otherwise). */
+void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn)
+{
+	kvfree(conn->segs);
+	if (conn->stage)
+		free_pages((unsigned long)conn->stage, get_order(conn->peer_rmb_size));
+}
+
+int ntbsmc_dma_init(void)
+{
+	ntbsmc_dma_wq = alloc_workqueue("ntbsmc_dma", WQ_HIGHPRI, 0);
+	return ntbsmc_dma_wq ? 0 : -ENOMEM;
+}
+
+/* After every device was removed: their channels are detached, segments retire. */
+void ntbsmc_dma_exit(void)
+{
+	wait_var_event(&dma_live, !atomic_read(&dma_live));
+	destroy_workqueue(ntbsmc_dma_wq);
+}
