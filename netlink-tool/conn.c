@@ -42,6 +42,7 @@ static const struct nla_policy conn_policy[NTBSMC_CONN_MAX + 1] = {
 	[NTBSMC_CONN_RX_BYTES]		= { .type = NLA_U64 },
 	[NTBSMC_CONN_CPU_BYTES]		= { .type = NLA_U64 },
 	[NTBSMC_CONN_DMA_BYTES]		= { .type = NLA_U64 },
+	[NTBSMC_CONN_ZC_BYTES]		= { .type = NLA_U64 },
 };
 
 /* Text columns, in output order. */
@@ -500,6 +501,7 @@ static void conn_print(const struct conn *c, const int *width)
 	print_attr_u64(t, "rx_bytes", " rx_bytes %s", a[NTBSMC_CONN_RX_BYTES]);
 	print_attr_u64(t, "cpu_bytes", " cpu_bytes %s", a[NTBSMC_CONN_CPU_BYTES]);
 	print_attr_u64(t, "dma_bytes", " dma_bytes %s", a[NTBSMC_CONN_DMA_BYTES]);
+	print_attr_u64(t, "zc_bytes", " zc_bytes %s", a[NTBSMC_CONN_ZC_BYTES]);
 	if (show_details)
 		print_fp("\n");
 	print_close_object();

@@ -30,6 +30,7 @@ static const struct nla_policy dev_policy[NTBSMC_DEV_MAX + 1] = {
 	[NTBSMC_DEV_RMB_SIZE]		= { .type = NLA_U32 },
 	[NTBSMC_DEV_RMB_COUNT]		= { .type = NLA_U32 },
 	[NTBSMC_DEV_PEER_SYSID]		= { .minlen = ID_LEN, .maxlen = ID_LEN },
+	[NTBSMC_DEV_DMA_CHAN]		= { .type = NLA_STRING, .minlen = 1 },
 };
 
 static const char *const dev_states[] = {
@@ -112,6 +113,9 @@ static int dev_show_one(struct nlattr **tb, void *arg)
 	print_attr_u32(PRINT_ANY, "buffers", " buffers %s", d[NTBSMC_DEV_RMB_COUNT]);
 	print_attr_u32(PRINT_ANY, "buffer_size", " x %s", d[NTBSMC_DEV_RMB_SIZE]);
 	print_fp("\n    ");
+	/* Without a DMA channel writes are CPU copies: null in JSON, no text line. */
+	print_attr_string(d[NTBSMC_DEV_DMA_CHAN] ? PRINT_ANY : PRINT_JSON, "dma_chan",
+			  "dma %s\n    ", d[NTBSMC_DEV_DMA_CHAN]);
 	/* Absent while the link is down. */
 	print_attr_hex(PRINT_ANY, "peer_sysid", "peer_sysid %s\n", d[NTBSMC_DEV_PEER_SYSID]);
 	print_close_object();

@@ -25,6 +25,8 @@ static const struct nla_policy stats_policy[NTBSMC_STATS_MAX + 1] = {
 	[NTBSMC_STATS_DMA_BYTES]	= { .type = NLA_U64 },
 	[NTBSMC_STATS_FB_CLIENT]	= { .type = NLA_NESTED },
 	[NTBSMC_STATS_FB_SERVER]	= { .type = NLA_NESTED },
+	[NTBSMC_STATS_ZC_BYTES]		= { .type = NLA_U64 },
+	[NTBSMC_STATS_DMA_FAILED]	= { .type = NLA_U64 },
 };
 
 static const struct nla_policy reason_policy[REASON_ATTR_MAX + 1] = {
@@ -46,6 +48,8 @@ static const struct {
 	{ NTBSMC_STATS_RX_BYTES, "rx_bytes", "Bytes", "received over NTB" },
 	{ NTBSMC_STATS_CPU_BYTES, "cpu_bytes", "Bytes", "copied by the CPU" },
 	{ NTBSMC_STATS_DMA_BYTES, "dma_bytes", "Bytes", "moved by DMA" },
+	{ NTBSMC_STATS_ZC_BYTES, "zc_bytes", "Bytes", "of those, zero-copy" },
+	{ NTBSMC_STATS_DMA_FAILED, "dma_failed", "Bytes", "DMA writes redone by the CPU" },
 	{ NTBSMC_STATS_DB_TX, "doorbells_tx", "Doorbells", "rung" },
 	{ NTBSMC_STATS_DB_RX, "doorbells_rx", "Doorbells", "handled" },
 	{ NTBSMC_STATS_DB_SUPPRESSED, "doorbells_suppressed", "Doorbells",

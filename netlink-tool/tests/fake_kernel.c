@@ -149,8 +149,10 @@ static void queue_dev(const struct nlmsghdr *req, const char *name, bool up)
 	nla_put_u32(msg, NTBSMC_DEV_SPAD_COUNT, 16);
 	nla_put_u32(msg, NTBSMC_DEV_RMB_SIZE, 65536);
 	nla_put_u32(msg, NTBSMC_DEV_RMB_COUNT, 62);
-	if (up)
+	if (up) {
 		nla_put(msg, NTBSMC_DEV_PEER_SYSID, 16, peer);
+		nla_put_string(msg, NTBSMC_DEV_DMA_CHAN, "dma0chan0");
+	}
 	nla_nest_end(msg, nest);
 	queue(msg);
 }
@@ -220,6 +222,8 @@ static void stats_get(const struct nlmsghdr *req)
 		nla_put_u64(msg, NTBSMC_STATS_CONN_NTB, 7);
 	} else {
 		for (s = NTBSMC_STATS_CONN_NTB; s <= NTBSMC_STATS_DMA_BYTES; s++)
+			nla_put_u64(msg, s, is("empty") ? 0 : 1000 * s);
+		for (s = NTBSMC_STATS_ZC_BYTES; s <= NTBSMC_STATS_DMA_FAILED; s++)
 			nla_put_u64(msg, s, is("empty") ? 0 : 1000 * s);
 		put_reasons(msg, NTBSMC_STATS_FB_CLIENT, is("empty") ? zero : client,
 			    is("unknown") ? 21 : __NTBSMC_REASON_MAX);
@@ -314,6 +318,7 @@ static void queue_conn(const struct nlmsghdr *req, const struct fake_conn *c)
 		nla_put_u64(msg, NTBSMC_CONN_RX_BYTES, c->ntb->rx);
 		nla_put_u64(msg, NTBSMC_CONN_CPU_BYTES, c->ntb->cpu);
 		nla_put_u64(msg, NTBSMC_CONN_DMA_BYTES, c->ntb->dma);
+		nla_put_u64(msg, NTBSMC_CONN_ZC_BYTES, c->ntb->dma / 2);
 	}
 	nla_nest_end(msg, nest);
 	queue(msg);

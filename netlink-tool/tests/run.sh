@@ -121,7 +121,7 @@ cat >"$TMP/conns.py" <<'EOF'
 import json, sys
 
 ntb = ["lgr_id", "dev", "rmb_size", "peer_rmb_size", "tx_prod", "tx_cons", "rx_prod",
-       "rx_cons", "tx_bytes", "rx_bytes", "cpu_bytes", "dma_bytes"]
+       "rx_cons", "tx_bytes", "rx_bytes", "cpu_bytes", "dma_bytes", "zc_bytes"]
 keys = ["family", "state", "client", "local_addr", "local_port", "peer_addr", "peer_port",
         "mode", "reason", "peer_reason", "uid", "inode"] + ntb
 
@@ -136,10 +136,10 @@ def conn(family, state, client, laddr, lport, paddr, pport, mode, reason, peer_r
 want = [
     conn("inet", "ESTAB", True, "10.0.0.1", 40000, "10.0.0.2", 5000, "ntb", "none",
          "none", 1000, 40001, 3, "ntb0", 65536, 131072, 1048576, 1040384, 4096, 4096,
-         1048576, 4096, 786432, 262144),
+         1048576, 4096, 786432, 262144, 131072),
     conn("inet6", "ESTAB", False, "fd00::1", 5000, "fd00::2", 40001, "ntb", "none",
          "none", 0, 40002, 3, "ntb0", 131072, 65536, 4096, 4096, 1048576, 1040384,
-         4096, 1048576, 4096, 0),
+         4096, 1048576, 4096, 0, 0),
     conn("inet", "ESTAB", True, "10.0.0.1", 40002, "10.0.0.3", 5001, "tcp", "declined",
          "no_buffer", 1000, 40003),
     conn("inet", "CLOSE-WAIT", False, "10.0.0.1", 5000, "192.168.1.7", 51234, "tcp",
@@ -355,6 +355,7 @@ cat >"$TMP/dev.txt" <<'EOF'
 ntb0: state active enabled yes
     fabric_id 0112233445566778899aabbccddeef00 netns_cookie 4097
     window 4194304 windows 2 doorbells 32 scratchpads 16 buffers 62 x 65536
+    dma dma0chan0
     peer_sysid a0b1c2d3e4f5061728394a5b6c7d8e9f
 ntb1: state down enabled no
     fabric_id 0112233445566778899aabbccddeef00 netns_cookie 4097
@@ -373,8 +374,9 @@ expect 0 "" "fake: -j dev" -- $FAKE -j dev
 json 'len(d) == 2 and d[0] == {"name": "ntb0", "state": "active", "enabled": True,
 "fabric_id": "0112233445566778899aabbccddeef00", "netns_cookie": 4097,
 "window_size": 4194304, "windows": 2, "doorbells": 32, "scratchpads": 16, "buffers": 62,
-"buffer_size": 65536, "peer_sysid": "a0b1c2d3e4f5061728394a5b6c7d8e9f"} and
-d[1]["peer_sysid"] is None and d[1]["state"] == "down"' "fake: -j dev keys and values"
+"buffer_size": 65536, "dma_chan": "dma0chan0",
+"peer_sysid": "a0b1c2d3e4f5061728394a5b6c7d8e9f"} and
+d[1]["peer_sysid"] is None and d[1]["dma_chan"] is None and d[1]["state"] == "down"' "fake: -j dev keys and values"
 expect 0 "" "fake: --json --pretty dev show ntb1" -- $FAKE --json --pretty dev show ntb1
 json 'len(d) == 1 and d[0]["name"] == "ntb1"' "fake: dev show DEV filters"
 [ "$(wc -l <<<"$out")" -gt 3 ]; result $((! $?)) "fake: --pretty spreads over lines"
@@ -418,9 +420,9 @@ same "$TMP/conn.txt" "fake: connection list text"
 cat >"$TMP/conn-a.txt" <<'EOF'
 State       Local Address:Port  Peer Address:Port  Mode       Reason               LGR  UID   Inode
 ESTAB       10.0.0.1:40000      10.0.0.2:5000      ntb        -                    3    1000  40001
-	client dev ntb0 rmb 65536 peer_rmb 131072 tx_prod 1048576 tx_cons 1040384 rx_prod 4096 rx_cons 4096 tx_bytes 1048576 rx_bytes 4096 cpu_bytes 786432 dma_bytes 262144
+	client dev ntb0 rmb 65536 peer_rmb 131072 tx_prod 1048576 tx_cons 1040384 rx_prod 4096 rx_cons 4096 tx_bytes 1048576 rx_bytes 4096 cpu_bytes 786432 dma_bytes 262144 zc_bytes 131072
 ESTAB       [fd00::1]:5000      [fd00::2]:40001    ntb        -                    3    0     40002
-	server dev ntb0 rmb 131072 peer_rmb 65536 tx_prod 4096 tx_cons 4096 rx_prod 1048576 rx_cons 1040384 tx_bytes 4096 rx_bytes 1048576 cpu_bytes 4096 dma_bytes 0
+	server dev ntb0 rmb 131072 peer_rmb 65536 tx_prod 4096 tx_cons 4096 rx_prod 1048576 rx_cons 1040384 tx_bytes 4096 rx_bytes 1048576 cpu_bytes 4096 dma_bytes 0 zc_bytes 0
 ESTAB       10.0.0.1:40002      10.0.0.3:5001      tcp        declined: no_buffer  -    1000  40003
 	client
 CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        peer_no_offer        -    0     40004
@@ -496,6 +498,8 @@ Bytes
   received over NTB                            5000
   copied by the CPU                           11000
   moved by DMA                                12000
+  of those, zero-copy                         16000
+  DMA writes redone by the CPU                17000
 Doorbells
   rung                                         6000
   handled                                      7000
@@ -590,7 +594,7 @@ result $((! $?)) "fake missing: conn text dashes"
 grep -q '^	-$' <<<"$out"; result $((! $?)) "fake missing: conn -d: no role, no NTB side"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j conn" -- $FAKE -j conn
 json 'len(d) == 1 and d[0]["family"] == "inet" and d[0]["mode"] == "ntb" and
-len(d[0]) == 24 and all(v is None for k, v in d[0].items() if k not in ("family", "mode"))' \
+len(d[0]) == 25 and all(v is None for k, v in d[0].items() if k not in ("family", "mode"))' \
 	"fake missing: -j conn: every key, null when not sent"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: stats" -- $FAKE stats
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j stats" -- $FAKE -j stats
