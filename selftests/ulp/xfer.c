@@ -5,6 +5,7 @@
  *   xfer server ADDR PORT [--ulp] [--smc] [--conns N] [--allow-reset] [--hold FILE]
  *   xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]
  *                         [--seed S] [--allow-reset] [--hold FILE]
+ *                         [--offset N] [--random-writes] [--munmap-ms MS]
  *
  * The client sends --bytes of pseudo-random data (with --both the server sends as
  * much back at the same time). The data is a function of the seed, the direction
@@ -20,6 +21,12 @@
  * ended a connection; with --allow-reset a reset or timeout of the connection is
  * an outcome ("outcome": "reset"), not a failure. --hold FILE keeps the connection
  * open after its exchange, with the JSON line already printed, until FILE exists.
+ *
+ * The sender writes from a buffer N (--offset) bytes past a page boundary, in
+ * writes of --write-size bytes or, with --random-writes, of random sizes up to
+ * it. --munmap-ms sends everything with one send() from one mapping that another
+ * thread unmaps MS milliseconds later: the sender stops at the first error,
+ * reports "sent" and ends its direction, so the receiver checks what arrived.
  *
  * Sockets time out after 120 s, the client retries a refused connect for 30 s:
  * nothing waits without a bound.
@@ -40,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -63,9 +71,9 @@
 #define NO_ERROR	UINT64_MAX
 
 static struct {
-	bool server, ulp, smc, both, allow_reset;
+	bool server, ulp, smc, both, allow_reset, random_writes;
 	const char *addr, *port, *seed, *hold;
-	uint64_t bytes;
+	uint64_t bytes, offset, munmap_ms;
 	size_t write_size;
 	unsigned long conns;
 } opt = {
@@ -195,25 +203,75 @@ struct verdict {
 
 struct sender {
 	int fd;
-	uint64_t seed, bytes;
+	uint64_t seed, bytes, sent;
+	void *map;
+	size_t map_len;
 };
+
+static void *unmapper(void *arg)
+{
+	struct sender *s = arg;
+
+	usleep(opt.munmap_ms * 1000);
+	munmap(s->map, s->map_len);
+	return NULL;
+}
+
+/* --munmap-ms: one send() of everything from a mapping unmapped meanwhile. */
+static void send_unmapped(struct sender *s)
+{
+	pthread_t th;
+	ssize_t n;
+
+	s->map_len = opt.offset + s->bytes;
+	s->map = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		      -1, 0);
+	if (s->map == MAP_FAILED)
+		die("mmap");
+	fill(s->seed, 0, (unsigned char *)s->map + opt.offset, s->bytes);
+	if (pthread_create(&th, NULL, unmapper, s))
+		die("pthread_create");
+	while (s->sent < s->bytes) {
+		n = send(s->fd, (unsigned char *)s->map + opt.offset + s->sent,
+			 s->bytes - s->sent, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		s->sent += n;
+	}
+	pthread_join(th, NULL);
+	shutdown(s->fd, SHUT_WR);	/* the receiver checks what came */
+}
 
 static void *send_stream(void *arg)
 {
 	struct sender *s = arg;
-	unsigned char *buf = malloc(opt.write_size);
+	unsigned char *base = aligned_alloc(4096, (opt.offset + opt.write_size + 4095) & ~4095UL);
+	unsigned char *buf = base + opt.offset;
+	uint32_t r = 2463534242u;
 	uint64_t off;
 
-	if (!buf)
+	if (!base)
 		die("malloc");
+	if (opt.munmap_ms) {
+		free(base);
+		send_unmapped(s);
+		return NULL;
+	}
 	for (off = 0; off < s->bytes; ) {
 		size_t n = s->bytes - off < opt.write_size ? s->bytes - off : opt.write_size;
 
+		if (opt.random_writes) {
+			r ^= r << 13, r ^= r >> 17, r ^= r << 5;	/* xorshift32 */
+			n = 1 + r % n;
+		}
 		fill(s->seed, off, buf, n);
 		send_all(s->fd, buf, n, "send");
 		off += n;
 	}
-	free(buf);
+	s->sent = off;
+	free(base);
 	return NULL;
 }
 
@@ -264,11 +322,13 @@ static void print_info(int fd)
 	}
 	printf("\"mode\": \"%s\", \"reason\": \"%s\", \"peer_reason\": \"%s\", \"lgr\": %u, "
 	       "\"ntb_tx_bytes\": %llu, \"ntb_rx_bytes\": %llu, \"rmb_size\": %u, "
-	       "\"peer_rmb_size\": %u",
+	       "\"peer_rmb_size\": %u, \"ntb_cpu_bytes\": %llu, \"ntb_dma_bytes\": %llu, "
+	       "\"ntb_zc_bytes\": %llu",
 	       mode_name(info.mode, b1, sizeof(b1)), reason_name(info.reason, b2, sizeof(b2)),
 	       reason_name(info.peer_reason, b3, sizeof(b3)), info.lgr_id,
 	       (unsigned long long)info.tx_bytes, (unsigned long long)info.rx_bytes,
-	       info.rmb_size, info.peer_rmb_size);
+	       info.rmb_size, info.peer_rmb_size, (unsigned long long)info.cpu_bytes,
+	       (unsigned long long)info.dma_bytes, (unsigned long long)info.zc_bytes);
 }
 
 static unsigned int port_of(const struct sockaddr_storage *ss)
@@ -378,6 +438,9 @@ static bool session(int fd, const char *seed_text)
 		printf("\"first_bad\": %" PRIu64 ", ", got.first_bad);
 	if (sending && back.first_bad != NO_ERROR)
 		printf("\"peer_first_bad\": %" PRIu64 ", ", back.first_bad);
+	if (sending && opt.munmap_ms)
+		printf("\"sent\": %" PRIu64 ", \"peer_received\": %" PRIu64 ", ", snd.sent,
+		       back.received);
 	print_info(fd);
 	printf(", \"role\": \"%s\", \"bytes\": %" PRIu64 ", \"local_port\": %u, "
 	       "\"peer_port\": %u, \"secs\": %.4f, \"mb_per_s\": %.1f}\n",
@@ -428,7 +491,8 @@ static void __attribute__((noreturn)) usage(void)
 	fprintf(stderr,
 		"usage: xfer server ADDR PORT [--ulp] [--smc] [--conns N] [--allow-reset] [--hold FILE]\n"
 		"       xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]\n"
-		"                             [--seed S] [--allow-reset] [--hold FILE]\n");
+		"                             [--seed S] [--allow-reset] [--hold FILE]\n"
+		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n");
 	exit(2);
 }
 
@@ -453,6 +517,8 @@ static void parse_args(int argc, char **argv)
 			opt.both = true;
 		} else if (!strcmp(a, "--allow-reset")) {
 			opt.allow_reset = true;
+		} else if (!strcmp(a, "--random-writes")) {
+			opt.random_writes = true;
 		} else if (!val) {
 			usage();
 		} else if (!strcmp(a, "--bytes") && parse_u64(val, UINT64_MAX - 1, &v)) {
@@ -460,6 +526,12 @@ static void parse_args(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--write-size") && parse_u64(val, 1 << 26, &v) && v) {
 			opt.write_size = v;
+			i++;
+		} else if (!strcmp(a, "--offset") && parse_u64(val, 1 << 20, &v)) {
+			opt.offset = v;
+			i++;
+		} else if (!strcmp(a, "--munmap-ms") && parse_u64(val, 60000, &v) && v) {
+			opt.munmap_ms = v;
 			i++;
 		} else if (!strcmp(a, "--conns") && parse_u64(val, 1 << 20, &v) && v) {
 			opt.conns = v;

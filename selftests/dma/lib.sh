@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for the DMA tests (guest side): the software engine and the copy paths.
+
+SOFT_DMA=/sys/module/soft_dma/parameters
+SOFT_DMA_DEV=/sys/bus/platform/devices/soft_dma
+NTBSMC_PARAMS=/sys/module/ntbsmc/parameters
+
+dma_setup() {
+	grep -q "^soft_dma " /proc/modules || run insmod "$REPO/selftests/dma/soft_dma.ko"
+	ulp_setup
+}
+
+dma_cleanup() {
+	ulp_cleanup
+	unload_module soft_dma
+}
+
+# dma_paths DMA_THRESHOLD ZEROCOPY_THRESHOLD: this host's copy-path settings.
+dma_paths() {
+	inns sysctl -q -w net.ntbsmc.dma_threshold="$1" net.ntbsmc.zerocopy_threshold="$2" ||
+		fail "cannot set the copy-path sysctls"
+}
+
+# The DMA channel this host's NTB port writes with, or "null".
+dma_chan() {
+	jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" dma_chan
+}
+
+# ntb_stat KEY: one of this host's ntbsmc counters.
+ntb_stat() {
+	jfield "$(inns "$NTBSMC_CLI" -j stats)" "$1"
+}
+
+# pins_balanced: every page pinned with FOLL_PIN (zero-copy) was unpinned.
+pins_balanced() {
+	local k v acq=0 rel=0
+	while read -r k v; do
+		case $k in
+		nr_foll_pin_acquired) acq=$v ;;
+		nr_foll_pin_released) rel=$v ;;
+		esac
+	done </proc/vmstat
+	[ "$acq" = "$rel" ]
+}
+
+# paths_case NAME CLIENT_OPTS: a transfer from host b to host a (with --both, back
+# too); checks that it ran over NTB intact; $out is this host's JSON line.
+paths_case() {
+	xfer_one "$1" "--ulp" "--ulp $2"
+	check "$1: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
+		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+}
+
+# sent_by KIND: bytes this host's connection sent by KIND (cpu, dma, zc).
+sent_by() {
+	jfield "$out" "ntb_${1}_bytes"
+}
