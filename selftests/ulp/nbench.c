@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -168,6 +169,15 @@ static int dial(struct sockaddr_storage *ss, socklen_t len)
 	return fd;
 }
 
+static double cpu_secs(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -210,13 +220,14 @@ int main(int argc, char **argv)
 		goto usage;
 	if (!strcmp(argv[i + 2], "stream") && argc - i == 5) {
 		size_t wsize = strtoul(argv[i + 3], NULL, 0);
-		double secs = atof(argv[i + 4]), t0, t;
+		double secs = atof(argv[i + 4]), t0, t, c0;
 		unsigned long long total;
 		char *buf = calloc(1, wsize);
 		int fd = dial(&ss, len);
 
 		if (!buf || write(fd, "s", 1) != 1)
 			die("stream start");
+		c0 = cpu_secs();
 		t0 = now();
 		do {
 			for (int k = 0; k < 16; k++)
@@ -227,7 +238,10 @@ int main(int argc, char **argv)
 		if (full_read(fd, &total, sizeof(total)))
 			die("stream result");
 		t = now() - t0;
-		printf("stream %zu %.1f MB/s mode %s\n", wsize, total / t / 1e6, mode_of(fd));
+		/* the sender's own CPU time (user + system) per GiB it sent */
+		printf("stream %zu %.1f MB/s sender_cpu %.3f s/GiB mode %s\n", wsize,
+		       total / t / 1e6, (cpu_secs() - c0) * (1 << 30) / (total ? total : 1),
+		       mode_of(fd));
 		return 0;
 	}
 	if (!strcmp(argv[i + 2], "rr") && argc - i == 4) {

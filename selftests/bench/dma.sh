@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench, DMA part: ntbsmc streams with each copy path into the peer's buffer,
+# side by side in one run: CPU copy, DMA from a kernel copy, zero-copy DMA from the
+# sender's pages, at 4 KiB, 64 KiB and 1 MiB writes. Throughput and the sender's
+# own CPU time per GiB sent; the engine is soft_dma, whose copies run on a CPU
+# too (another thread's), so what DMA saves here is the sender's time. The share
+# of the bytes each path actually carried comes from the namespace's counters.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+source "$REPO/selftests/dma/lib.sh"
+
+bench() { log "bench: $1|$2"; }
+NB=$REPO/selftests/ulp/nbench
+SECS=${BENCH_SECS:-5}
+
+case $1 in
+setup) exit 0 ;;
+cleanup) dma_cleanup; exit 0 ;;
+esac
+
+# Module loading is per kernel: in the one-VM topology host a does it for both.
+if [ "$TOPO" = twovm ] || [ "$ROLE" = a ]; then
+	dma_setup
+fi
+barrier dma-loaded
+ulp_wait_active
+SRV=$([ "$ROLE" = a ] && echo "$PEER_IP" || echo "$MY_IP")	# host b serves
+port=$((7000 + RANDOM % 1000))
+[ "$ROLE" = a ] && put dma-port "$port" || port=$(get dma-port)
+if [ "$ROLE" = b ]; then
+	inns "$NB" server --ulp "$SRV" "$port" &
+	wait_for 60 "nbench server" pid_listening $! "$port"
+	barrier dma-up
+	barrier dma-done
+	kill %1 2>/dev/null
+	wait 2>/dev/null
+	exit 0
+fi
+barrier dma-up
+for path in cpu dma zerocopy; do
+	case $path in
+	cpu) dma_paths 0 0 ;;
+	dma) dma_paths 1 0 ;;
+	zerocopy) dma_paths 1 1 ;;
+	esac
+	for w in 4096 65536 1048576; do
+		c0=$(ntb_stat cpu_bytes) d0=$(ntb_stat dma_bytes) z0=$(ntb_stat zc_bytes)
+		out=$(inns "$NB" client --ulp "$SRV" "$port" stream $w "$SECS")
+		c=$(($(ntb_stat cpu_bytes) - c0)) d=$(($(ntb_stat dma_bytes) - d0))
+		z=$(($(ntb_stat zc_bytes) - z0)) all=$((c + d))
+		[ $all -gt 0 ] || all=1
+		bench "ntbsmc $path ${w}B writes MB/s | sender CPU s/GiB" \
+		      "$(echo "$out" | awk '{print $3 " | " $6}') [$(echo "$out" | awk '{print $NF}'), cpu $((100 * c / all))% dma $((100 * (d - z) / all))% zc $((100 * z / all))%]"
+	done
+done
+dma_paths 65536 262144
+barrier dma-done
