@@ -45,7 +45,7 @@ struct ntbsmc_dma {
 
 #define DMA_KILLED		0	/* flags: dma_kill() ran or runs */
 #define DMA_KILL_QUEUED		1
-#define DMA_MAX_PREP_FAILURES	16
+#define DMA_MAX_PREP_FAILURES	256	/* in a row: the engine is gone, not busy */
 
 enum { SEG_PENDING, SEG_DONE };
 
@@ -300,7 +300,7 @@ static bool seg_issue(struct ntbsmc_txseg *seg, dma_addr_t src, u32 off, u32 len
 	tx = dmaengine_prep_dma_memcpy(d->chan, dst, src, len,
 				       DMA_PREP_INTERRUPT | DMA_CTRL_ACK);
 	if (!tx) {
-		/* full or gone; an engine that keeps refusing is dropped */
+		/* full or gone; an engine that refuses everything is dropped */
 		if (atomic_inc_return(&d->prep_failures) >= DMA_MAX_PREP_FAILURES)
 			dma_kill_async(d);
 		return false;

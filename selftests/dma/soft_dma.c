@@ -33,6 +33,7 @@
 #define DRV_NAME	"soft_dma"
 #define MMIO_BLOCK	SZ_2M		/* granule of the cached MMIO mappings */
 #define MMIO_CACHE	64
+#define RING		2048		/* descriptors per channel, like a hardware ring */
 
 static unsigned int nr_channels = 4;
 module_param(nr_channels, uint, 0444);
@@ -95,6 +96,8 @@ struct sdma_chan {
 	wait_queue_head_t wq;		/* latency waits, cut short by stop */
 	struct sdma_map maps[MMIO_CACHE];
 	unsigned int next_map;
+	struct list_head free;		/* unused descriptors of ring */
+	struct sdma_desc *ring;
 };
 
 struct sdma_dev {
@@ -176,20 +179,32 @@ static bool sdma_copy(struct sdma_chan *sc, struct sdma_desc *d, size_t limit, b
 	return true;
 }
 
+static void sdma_desc_put(struct sdma_chan *sc, struct sdma_desc *d)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&sc->lock, flags);
+	list_add(&d->node, &sc->free);
+	spin_unlock_irqrestore(&sc->lock, flags);
+}
+
 static void sdma_complete(struct sdma_chan *sc, struct sdma_desc *d, enum dmaengine_tx_result r)
 {
 	struct dmaengine_result res = { .result = r };
 	struct dma_async_tx_descriptor *tx = &d->tx;
+	dma_async_tx_callback_result cb_result = tx->callback_result;
+	dma_async_tx_callback cb = tx->callback;
+	void *param = tx->callback_param;
 	unsigned long flags;
 
 	spin_lock_irqsave(&sc->lock, flags);
 	sc->completed = tx->cookie;
+	list_add(&d->node, &sc->free);	/* reusable once we return */
 	spin_unlock_irqrestore(&sc->lock, flags);
-	if (tx->callback_result)
-		tx->callback_result(tx->callback_param, &res);
-	else if (tx->callback && r == DMA_TRANS_NOERROR)
-		tx->callback(tx->callback_param);
-	kfree(d);
+	if (cb_result)
+		cb_result(param, &res);
+	else if (cb && r == DMA_TRANS_NOERROR)
+		cb(param);
 }
 
 /* Runs the issued descriptors in order, from the provider's own context. */
@@ -240,8 +255,8 @@ static dma_cookie_t sdma_tx_submit(struct dma_async_tx_descriptor *tx)
 
 	spin_lock_irqsave(&sc->lock, flags);
 	if (sc->dead) {
+		list_add(&d->node, &sc->free);
 		spin_unlock_irqrestore(&sc->lock, flags);
-		kfree(d);
 		return -ENODEV;
 	}
 	cookie = c->cookie + 1;
@@ -260,12 +275,18 @@ sdma_prep_memcpy(struct dma_chan *c, dma_addr_t dst, dma_addr_t src, size_t len,
 {
 	struct sdma_chan *sc = to_schan(c);
 	struct sdma_desc *d;
+	unsigned long irqflags;
 
-	if (!len || READ_ONCE(sc->dead))
+	if (!len)
 		return NULL;
-	d = kzalloc(sizeof(*d), GFP_NOWAIT);
+	spin_lock_irqsave(&sc->lock, irqflags);
+	d = sc->dead ? NULL : list_first_entry_or_null(&sc->free, struct sdma_desc, node);
+	if (d)
+		list_del(&d->node);
+	spin_unlock_irqrestore(&sc->lock, irqflags);
 	if (!d)
-		return NULL;
+		return NULL;	/* ring full, or the device is gone */
+	memset(&d->tx, 0, sizeof(d->tx));
 	dma_async_tx_descriptor_init(&d->tx, c);
 	d->tx.tx_submit = sdma_tx_submit;
 	d->tx.flags = flags;
@@ -324,7 +345,7 @@ static void sdma_flush(struct sdma_chan *sc, bool abort)
 		if (abort)
 			sdma_complete(sc, d, DMA_TRANS_ABORTED);
 		else
-			kfree(d);
+			sdma_desc_put(sc, d);
 	}
 }
 
@@ -368,8 +389,10 @@ static void sdma_free_work(struct work_struct *work)
 	dma_cap_zero(mask);
 	dma_cap_set(DMA_MEMCPY, mask);
 	dma_request_channel(mask, sdma_no_channel, NULL);
-	for (i = 0; i < sd->nchans; i++)
+	for (i = 0; i < sd->nchans; i++) {
 		sdma_unmap_all(&sd->chans[i]);
+		kvfree(sd->chans[i].ring);
+	}
 	put_device(&sd->pdev->dev);
 	kfree(sd);
 }
@@ -387,7 +410,7 @@ static int sdma_probe(struct platform_device *pdev)
 {
 	struct sdma_dev *sd;
 	struct dma_device *dma;
-	unsigned int i;
+	unsigned int i, j;
 	int rc;
 
 	rc = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
@@ -396,6 +419,13 @@ static int sdma_probe(struct platform_device *pdev)
 	sd = kzalloc(struct_size(sd, chans, nr_channels), GFP_KERNEL);
 	if (!sd)
 		return -ENOMEM;
+	for (i = 0; i < nr_channels; i++) {
+		sd->chans[i].ring = kvcalloc(RING, sizeof(struct sdma_desc), GFP_KERNEL);
+		if (!sd->chans[i].ring) {
+			rc = -ENOMEM;
+			goto err_free;
+		}
+	}
 	sd->pdev = pdev;
 	sd->nchans = nr_channels;
 	dma = &sd->dma;
@@ -421,6 +451,9 @@ static int sdma_probe(struct platform_device *pdev)
 		spin_lock_init(&sc->lock);
 		INIT_LIST_HEAD(&sc->submitted);
 		INIT_LIST_HEAD(&sc->issued);
+		INIT_LIST_HEAD(&sc->free);
+		for (j = 0; j < RING; j++)
+			list_add_tail(&sc->ring[j].node, &sc->free);
 		INIT_WORK(&sc->work, sdma_work);
 		init_waitqueue_head(&sc->wq);
 		sc->chan.device = dma;
@@ -432,12 +465,17 @@ static int sdma_probe(struct platform_device *pdev)
 	rc = dma_async_device_register(dma);
 	if (rc) {
 		put_device(&pdev->dev);
-		kfree(sd);
-		return rc;
+		goto err_free;
 	}
 	platform_set_drvdata(pdev, sd);
 	dev_info(&pdev->dev, "%u DMA_MEMCPY channels\n", sd->nchans);
 	return 0;
+
+err_free:
+	for (i = 0; i < nr_channels; i++)
+		kvfree(sd->chans[i].ring);
+	kfree(sd);
+	return rc;
 }
 
 static int sdma_remove(struct platform_device *pdev)
