@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Unmodified Debian programs under ntbsmc_run run over NTB: iperf3 (control and
 # data connections), ncat moving a file each way, curl fetching a file from
-# Python's http.server. Each transfer is compared byte for byte where the program
+# Python's http.server, redis-benchmark against redis-server (and a value stored
+# and read back with redis-cli), sockperf ping-pong. Each transfer is compared byte for byte where the program
 # does not check it itself, and the namespace's NTB byte counters must have moved
 # by at least its size. Then, with the module unloaded, the same wrapper still
 # runs the programs, over plain TCP.
@@ -14,7 +15,7 @@ setup) ulp_setup; exit ;;
 cleanup) ulp_cleanup; exit ;;
 esac
 
-for p in iperf3 ncat curl; do
+for p in iperf3 ncat curl redis-server redis-benchmark redis-cli sockperf; do
 	command -v $p >/dev/null || fail "$p is not installed (selftests/vm/deps.sh installs it)"
 done
 ulp_wait_active
@@ -120,6 +121,61 @@ else
 	barrier http-fetched
 	check "http: fetched file differs from $PEER's" [ "$(sha256sum <"$WORK/http.out")" = "$theirs" ]
 	moved http rx "$rx"
+fi
+
+# redis-server with redis-benchmark (4 clients, 600 SETs and GETs of 1 KiB values) and a 64 KiB value
+# stored and read back with redis-cli.
+port=$((port + 1))
+tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
+REQS=600 VAL=1024
+if [ "$ROLE" = a ]; then
+	inns "$RUNNER" redis-server --bind "$MY_IP" --port $port --save "" --appendonly no \
+		--protected-mode no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
+	pid=$!
+	wait_for 90 "redis-server listening" pid_listening $pid $port
+	barrier redis-listening
+	barrier redis-done
+	kill $pid
+	wait $pid 2>/dev/null
+	moved redis tx "$tx" $((REQS * VAL))
+else
+	barrier redis-listening
+	out=$(inns "$RUNNER" redis-benchmark -h "$PEER_IP" -p $port -c 4 -n $REQS -d $VAL \
+		-t set,get -q 2>&1) || check "redis-benchmark exited $?: ${out:(-300)}" false
+	sum=$(grep -o "[A-Z]*: [0-9.]* requests per second" <<<"${out//$'\r'/$'\n'}" | tr '\n' ' ')
+	log "redis-benchmark: $sum"
+	check "redis-benchmark: no SET result: $sum" has "$sum" "SET: "
+	check "redis-benchmark: no GET result: $sum" has "$sum" "GET: "
+	head -c 49152 /dev/urandom | base64 -w0 >"$WORK/value"
+	inns "$RUNNER" redis-cli -h "$PEER_IP" -p $port -x SET blob <"$WORK/value" >/dev/null ||
+		check "redis-cli SET exited $?" false
+	got=$(inns "$RUNNER" redis-cli -h "$PEER_IP" -p $port --raw GET blob)
+	check "redis: the value read back differs from the one stored" [ "$got" = "$(cat "$WORK/value")" ]
+	moved redis tx "$tx" $((REQS * VAL))
+	barrier redis-done
+fi
+
+# sockperf ping-pong (its server answers every message): latency over NTB.
+port=$((port + 1))
+tx=$(ntb_bytes tx)
+if [ "$ROLE" = a ]; then
+	inns "$RUNNER" sockperf server --tcp -i "$MY_IP" -p $port >"$WORK/sockperf.log" 2>&1 &
+	pid=$!
+	wait_for 90 "sockperf server listening" pid_listening $pid $port
+	barrier sockperf-listening
+	barrier sockperf-done
+	kill $pid
+	wait $pid 2>/dev/null
+	moved sockperf tx "$tx" 6400
+else
+	barrier sockperf-listening
+	out=$(inns "$RUNNER" sockperf ping-pong --tcp -i "$PEER_IP" -p $port -t 3 -m 64 2>&1) ||
+		check "sockperf exited $?: $(tail -3 <<<"$out")" false
+	lat=$(grep -m1 "avg-latency\|avg-lat" <<<"$out")
+	log "sockperf: $lat"
+	check "sockperf: no latency summary: $(tail -3 <<<"$out")" [ -n "$lat" ]
+	moved sockperf tx "$tx" 6400
+	barrier sockperf-done
 fi
 
 # Without the module, ntbsmc_run steps aside: the program runs on plain TCP.

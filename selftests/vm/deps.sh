@@ -4,7 +4,8 @@
 set -eu
 pkgs=(build-essential bc bison flex libelf-dev libssl-dev pkg-config kmod cpio
       linux-source-6.1 linux-headers-amd64 qemu-system-x86 libnl-3-dev
-      libnl-genl-3-dev python3 iproute2 iputils-ping procps iperf3 ncat curl)
+      libnl-genl-3-dev python3 iproute2 iputils-ping procps iperf3 ncat curl
+      sockperf redis-server redis-tools)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
