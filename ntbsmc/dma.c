@@ -47,7 +47,11 @@ struct ntbsmc_dma {
 #define DMA_KILL_QUEUED		1
 #define DMA_MAX_PREP_FAILURES	256	/* in a row: the engine is gone, not busy */
 
-enum { SEG_PENDING, SEG_DONE };
+enum {
+	SEG_PENDING,	/* descriptors in flight */
+	SEG_DONE,	/* all called back */
+	SEG_REDO,	/* seg_work() is writing it with the CPU */
+};
 
 struct ntbsmc_txseg {
 	struct ntbsmc_conn *conn;
@@ -259,18 +263,36 @@ static void seg_kick_locked(struct ntbsmc_conn *conn, unsigned long delay)
 	mod_delayed_work(ntbsmc_dma_wq, &conn->tx_work, delay);
 }
 
-/* The last descriptor of @seg was called back (or none was issued). */
+static unsigned int seg_retire_done_locked(struct ntbsmc_conn *conn);
+
+/*
+ * The last descriptor of @seg was called back (or none was issued). Clean
+ * segments at the head retire right here, in the engine's completion context;
+ * failed ones and the ring's last reference are seg_work()'s.
+ */
 static void seg_done(struct ntbsmc_txseg *seg)
 {
 	struct ntbsmc_conn *conn = seg->conn;
+	unsigned int retired = 0;
 	unsigned long flags;
 
+	/* seg_work() may drop the ring's reference once we unlock */
+	rcu_read_lock();
 	spin_lock_irqsave(&conn->lock, flags);
 	seg->state = SEG_DONE;
-	if (seg == seg_at(conn, conn->seg_head))
-		seg_kick_locked(conn, 0);
+	if (seg == seg_at(conn, conn->seg_head)) {
+		if (!seg->error)
+			retired = seg_retire_done_locked(conn);
+		if (conn->seg_head == conn->seg_tail ||
+		    seg_at(conn, conn->seg_head)->state == SEG_DONE)
+			seg_kick_locked(conn, 0);	/* drained, or one to redo */
+	}
 	spin_unlock_irqrestore(&conn->lock, flags);
-	/* The segment may be retired and the connection gone from here on. */
+	if (retired) {
+		ntbsmc_conn_notify_data(conn);
+		wake_up(&conn->tx_wq);
+	}
+	rcu_read_unlock();
 }
 
 /* dmaengine callback, in the engine's completion context. */
@@ -435,24 +457,83 @@ out:
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 }
 
+/* Lets go of a finished segment and counts it; conn->lock held. */
+static void seg_release(struct ntbsmc_conn *conn, struct ntbsmc_txseg *seg)
+{
+	struct net *net = conn->dev->net;
+
+	lockdep_assert_held(&conn->lock);
+	seg_unmap(seg);
+	if (seg->error) {
+		conn->cpu_bytes += seg->len;
+		ntbsmc_stat_add(net, NTBSMC_STAT_CPU_BYTES, seg->len);
+		ntbsmc_stat_add(net, NTBSMC_STAT_DMA_FAILED, 1);
+	} else {
+		conn->dma_bytes += seg->len;
+		ntbsmc_stat_add(net, NTBSMC_STAT_DMA_BYTES, seg->len);
+		if (seg->zc) {
+			conn->zc_bytes += seg->len;
+			ntbsmc_stat_add(net, NTBSMC_STAT_ZC_BYTES, seg->len);
+		}
+	}
+	dma_put(seg->dma);
+	conn->seg_head++;
+}
+
+/* Publishes the producer cursor up to @end; conn->lock held. */
+static void seg_publish_locked(struct ntbsmc_conn *conn, u64 end)
+{
+	int idx;
+
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (ntbsmc_conn_link_ok(conn))
+		ntbsmc_conn_publish_locked(conn, end);
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+}
+
 /*
- * Retires segments in order: rewrites failed ones with the CPU, releases what
- * they held and publishes the producer cursor over them. Re-arms itself for the
- * first one still in flight (at its deadline, after which its channel is killed).
+ * Retires the segments at the head whose DMA completed cleanly and publishes the
+ * cursor over them: what the engine wrote is in the peer's buffer (providers make
+ * their writes visible before calling back). Returns how many. conn->lock held.
+ */
+static unsigned int seg_retire_done_locked(struct ntbsmc_conn *conn)
+{
+	struct ntbsmc_txseg *seg;
+	unsigned int n = 0;
+	u64 end = 0;
+
+	while (conn->seg_head != conn->seg_tail) {
+		seg = seg_at(conn, conn->seg_head);
+		if (seg->state != SEG_DONE || seg->error)
+			break;
+		end = seg->end;
+		seg_release(conn, seg);
+		n++;
+	}
+	if (n)
+		seg_publish_locked(conn, end);
+	return n;
+}
+
+/*
+ * What the completion path leaves: segments to write again with the CPU (their
+ * DMA failed, or their channel was killed with them in flight), the deadline of
+ * the oldest one in flight (after which its channel is killed), and the ring's
+ * reference once it drained. Runs in order; re-arms itself while any is in flight.
  */
 static void seg_work(struct work_struct *work)
 {
 	struct ntbsmc_conn *conn = container_of(to_delayed_work(work), struct ntbsmc_conn,
 						tx_work);
-	struct net *net = conn->dev->net;
 	struct ntbsmc_dma *kill = NULL;
 	struct ntbsmc_txseg *seg;
 	bool published = false;
 	unsigned long flags;
-	int idx;
 
 	for (;;) {
 		spin_lock_irqsave(&conn->lock, flags);
+		if (seg_retire_done_locked(conn))
+			published = true;
 		if (conn->seg_head == conn->seg_tail)
 			break;
 		seg = seg_at(conn, conn->seg_head);
@@ -473,40 +554,25 @@ static void seg_work(struct work_struct *work)
 			/* its channel was terminated: it will never be called back */
 			seg->error = true;
 		}
+		/* DONE with an error, or abandoned: ours to write again */
+		seg->state = SEG_REDO;
 		spin_unlock_irqrestore(&conn->lock, flags);
 
-		if (seg->error)
-			seg_copy_cpu(seg);
-		seg_unmap(seg);
-		if (seg->error) {
-			ntbsmc_stat_add(net, NTBSMC_STAT_CPU_BYTES, seg->len);
-			ntbsmc_stat_add(net, NTBSMC_STAT_DMA_FAILED, 1);
-		} else {
-			ntbsmc_stat_add(net, NTBSMC_STAT_DMA_BYTES, seg->len);
-			if (seg->zc)
-				ntbsmc_stat_add(net, NTBSMC_STAT_ZC_BYTES, seg->len);
-		}
-		dma_put(seg->dma);
+		seg_copy_cpu(seg);
 
 		spin_lock_irqsave(&conn->lock, flags);
-		if (seg->error) {
-			conn->cpu_bytes += seg->len;
-		} else {
-			conn->dma_bytes += seg->len;
-			if (seg->zc)
-				conn->zc_bytes += seg->len;
-		}
-		conn->seg_head++;
-		idx = srcu_read_lock(&ntbsmc_srcu);
-		if (ntbsmc_conn_link_ok(conn)) {
-			ntbsmc_conn_publish_locked(conn, seg->end);
-			published = true;
-		}
-		srcu_read_unlock(&ntbsmc_srcu, idx);
+		seg_release(conn, seg);
+		seg_publish_locked(conn, seg->end);
 		spin_unlock_irqrestore(&conn->lock, flags);
+		published = true;
 		wake_up(&conn->tx_wq);
 	}
 	/* Drained, conn->lock held: nothing is in flight, nothing will kick us. */
+	if (!conn->ring_ref) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		goto out;
+	}
+	conn->ring_ref = false;
 	cancel_delayed_work(&conn->tx_work);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	wake_up(&conn->tx_wq);
@@ -517,6 +583,7 @@ static void seg_work(struct work_struct *work)
 	return;
 
 out:
+	wake_up(&conn->tx_wq);
 	if (published)
 		ntbsmc_conn_notify_data(conn);
 	if (kill) {
@@ -616,11 +683,13 @@ int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc
 	seg->deadline = jiffies + msecs_to_jiffies(READ_ONCE(dma_timeout_ms));
 
 	spin_lock_irqsave(&conn->lock, flags);
-	if (conn->seg_head == conn->seg_tail) {
+	if (!conn->ring_ref) {
 		refcount_inc(&conn->ref);	/* the ring's, put by seg_work() */
-		/* seg_work() then keeps itself armed for the oldest one */
-		seg_kick_locked(conn, msecs_to_jiffies(READ_ONCE(dma_timeout_ms)));
+		conn->ring_ref = true;
 	}
+	/* seg_work() then keeps itself armed for the oldest one */
+	if (conn->seg_head == conn->seg_tail)
+		seg_kick_locked(conn, msecs_to_jiffies(READ_ONCE(dma_timeout_ms)));
 	seg->state = SEG_PENDING;
 	conn->seg_tail++;
 	spin_unlock_irqrestore(&conn->lock, flags);

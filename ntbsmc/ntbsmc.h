@@ -193,6 +193,7 @@ struct ntbsmc_conn {
 	unsigned int tx_busy;		/* CPU copies into the peer's buffer running */
 	struct ntbsmc_txseg *segs;	/* NTBSMC_TX_SEGS, allocated at the first DMA */
 	u32 seg_head, seg_tail;		/* free running: retired up to, filled up to */
+	bool ring_ref;			/* the ring holds a reference (seg_work() puts it) */
 	void *stage;			/* kernel copy for DMA, laid out like the peer's buffer */
 	struct delayed_work tx_work;
 	wait_queue_head_t tx_wq;	/* a segment retired */
