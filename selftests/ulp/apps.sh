@@ -3,10 +3,10 @@
 # Unmodified Debian programs under ntbsmc_run run over NTB: iperf3 (control and
 # data connections), ncat moving a file each way, curl fetching a file from
 # Python's http.server, redis-benchmark against redis-server (and a value stored
-# and read back with redis-cli), sockperf ping-pong. Each transfer is compared byte for byte where the program
-# does not check it itself, and the namespace's NTB byte counters must have moved
-# by at least its size. Then, with the module unloaded, the same wrapper still
-# runs the programs, over plain TCP.
+# and read back with redis-cli), sockperf ping-pong. Each transfer is compared
+# byte for byte where the program does not check it itself, and the namespace's
+# NTB byte counters must have moved by at least its size. Then, with the module
+# unloaded, the same wrapper runs every one of them again, over plain TCP.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
@@ -23,8 +23,13 @@ RUNNER=$REPO/netlink-tool/ntbsmc_run
 SIZE=$((6 * 1024 * 1024))
 port=6800
 
+# With MODE=tcp (module unloaded) the programs run over plain TCP and nothing is
+# counted: ntb_bytes says 0 and moved checks nothing.
+MODE=ntb
+
 # ntb_bytes tx|rx: the namespace's bytes sent/received over NTB so far.
 ntb_bytes() {
+	[ "$MODE" = tcp ] && echo 0 && return
 	jfield "$(inns "$NTBSMC_CLI" -j stats)" "$1_bytes"
 }
 
@@ -32,6 +37,7 @@ ntb_bytes() {
 # SIZE) since BEFORE.
 moved() {
 	local now min=${4:-$SIZE}
+	[ "$MODE" = tcp ] && return 0
 	now=$(ntb_bytes "$2")
 	check "$1: $2 over NTB grew by $((now - $3)), want >= $min" [ $((now - $3)) -ge "$min" ]
 }
@@ -67,11 +73,11 @@ ncat_case() {
 		fi || check "$name: ncat client exited $?" false
 	fi
 	if [ "$ROLE" = "$sender" ]; then
-		[ "${3:-}" = tcp ] || moved "$name" tx "$tx"
+		moved "$name" tx "$tx"
 	else
 		check "$name: received data differs from what $PEER sent" \
 			[ "$(sha256sum <"$WORK/$name.out")" = "$theirs" ]
-		[ "${3:-}" = tcp ] || moved "$name" rx "$rx"
+		moved "$name" rx "$rx"
 	fi
 	barrier "$name-done"
 }
@@ -82,101 +88,117 @@ ncat_case ncat_from_server a
 # iperf3: one test of SIZE bytes from b to a. The server stops reading when the
 # client reports the end on the control connection, so only the sender's counter
 # must cover SIZE; the receiver's must show that the data came over NTB.
-port=$((port + 1))
-tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
-if [ "$ROLE" = a ]; then
-	inns "$RUNNER" iperf3 -s -1 -B "$MY_IP" -p $port >"$WORK/iperf3.log" 2>&1 &
-	pid=$!
-	wait_for 60 "iperf3 listening" pid_listening $pid $port
-	barrier iperf3-listening
-	wait $pid || check "iperf3 server exited $?: $(tail -3 "$WORK/iperf3.log")" false
-	moved iperf3 rx "$rx" 1
-else
-	barrier iperf3-listening
-	inns "$RUNNER" iperf3 -c "$PEER_IP" -p $port -n $SIZE >"$WORK/iperf3.log" 2>&1 ||
-		check "iperf3 client exited $?: $(tail -3 "$WORK/iperf3.log")" false
-	moved iperf3 tx "$tx"
-fi
-log "iperf3: $(grep -E 'sender|receiver' "$WORK/iperf3.log" | tr -s ' ' | tr '\n' ';')"
-barrier iperf3-done
+iperf3_case() {
+	local tx rx pid
+	port=$((port + 1))
+	tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
+	if [ "$ROLE" = a ]; then
+		inns "$RUNNER" iperf3 -s -1 -B "$MY_IP" -p $port >"$WORK/$1.log" 2>&1 &
+		pid=$!
+		wait_for 60 "iperf3 listening" pid_listening $pid $port
+		barrier "$1-listening"
+		wait $pid || check "iperf3 server exited $?: $(tail -3 "$WORK/$1.log")" false
+		moved "$1" rx "$rx" 1
+	else
+		barrier "$1-listening"
+		inns "$RUNNER" iperf3 -c "$PEER_IP" -p $port -n $SIZE >"$WORK/$1.log" 2>&1 ||
+			check "iperf3 client exited $?: $(tail -3 "$WORK/$1.log")" false
+		moved "$1" tx "$tx"
+	fi
+	log "$1: $(grep -E 'sender|receiver' "$WORK/$1.log" | tr -s ' ' | tr '\n' ';')"
+	barrier "$1-done"
+}
+iperf3_case iperf3
 
 # curl from Python's http.server: host b fetches host a's file.
-port=$((port + 1))
-tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
-if [ "$ROLE" = a ]; then
-	mkdir -p "$WORK/www" && cp "$WORK/blob" "$WORK/www/blob"
-	inns "$RUNNER" python3 -m http.server $port --bind "$MY_IP" --directory "$WORK/www" \
-		>"$WORK/http.log" 2>&1 &
-	pid=$!
-	wait_for 90 "http.server listening" pid_listening $pid $port
-	barrier http-listening
-	barrier http-fetched
-	kill $pid
-	wait $pid 2>/dev/null
-	moved http tx "$tx"
-else
-	barrier http-listening
-	inns "$RUNNER" curl -sS --max-time 120 -o "$WORK/http.out" "http://$PEER_IP:$port/blob" ||
-		check "curl exited $?" false
-	barrier http-fetched
-	check "http: fetched file differs from $PEER's" [ "$(sha256sum <"$WORK/http.out")" = "$theirs" ]
-	moved http rx "$rx"
-fi
+http_case() {
+	local tx rx pid
+	port=$((port + 1))
+	tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
+	if [ "$ROLE" = a ]; then
+		mkdir -p "$WORK/www" && cp "$WORK/blob" "$WORK/www/blob"
+		inns "$RUNNER" python3 -m http.server $port --bind "$MY_IP" --directory "$WORK/www" \
+			>"$WORK/$1.log" 2>&1 &
+		pid=$!
+		wait_for 90 "http.server listening" pid_listening $pid $port
+		barrier "$1-listening"
+		barrier "$1-fetched"
+		kill $pid
+		wait $pid 2>/dev/null
+		moved "$1" tx "$tx"
+	else
+		barrier "$1-listening"
+		inns "$RUNNER" curl -sS --max-time 120 -o "$WORK/$1.out" "http://$PEER_IP:$port/blob" ||
+			check "curl exited $?" false
+		barrier "$1-fetched"
+		check "$1: fetched file differs from $PEER's" [ "$(sha256sum <"$WORK/$1.out")" = "$theirs" ]
+		moved "$1" rx "$rx"
+	fi
+}
+http_case http
 
 # redis-server with redis-benchmark (4 clients, 600 SETs and GETs of 1 KiB values) and a 64 KiB value
 # stored and read back with redis-cli.
-port=$((port + 1))
-tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
 REQS=600 VAL=1024
-if [ "$ROLE" = a ]; then
-	inns "$RUNNER" redis-server --bind "$MY_IP" --port $port --save "" --appendonly no \
-		--protected-mode no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
-	pid=$!
-	wait_for 90 "redis-server listening" pid_listening $pid $port
-	barrier redis-listening
-	barrier redis-done
-	kill $pid
-	wait $pid 2>/dev/null
-	moved redis tx "$tx" $((REQS * VAL))
-else
-	barrier redis-listening
-	out=$(inns "$RUNNER" redis-benchmark -h "$PEER_IP" -p $port -c 4 -n $REQS -d $VAL \
-		-t set,get -q 2>&1) || check "redis-benchmark exited $?: ${out:(-300)}" false
-	sum=$(grep -o "[A-Z]*: [0-9.]* requests per second" <<<"${out//$'\r'/$'\n'}" | tr '\n' ' ')
-	log "redis-benchmark: $sum"
-	check "redis-benchmark: no SET result: $sum" has "$sum" "SET: "
-	check "redis-benchmark: no GET result: $sum" has "$sum" "GET: "
-	head -c 49152 /dev/urandom | base64 -w0 >"$WORK/value"
-	inns "$RUNNER" redis-cli -h "$PEER_IP" -p $port -x SET blob <"$WORK/value" >/dev/null ||
-		check "redis-cli SET exited $?" false
-	got=$(inns "$RUNNER" redis-cli -h "$PEER_IP" -p $port --raw GET blob)
-	check "redis: the value read back differs from the one stored" [ "$got" = "$(cat "$WORK/value")" ]
-	moved redis tx "$tx" $((REQS * VAL))
-	barrier redis-done
-fi
+redis_case() {
+	local tx rx pid out sum got
+	port=$((port + 1))
+	tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
+	if [ "$ROLE" = a ]; then
+		inns "$RUNNER" redis-server --bind "$MY_IP" --port $port --save "" --appendonly no \
+			--protected-mode no --dir "$WORK" >"$WORK/$1.log" 2>&1 &
+		pid=$!
+		wait_for 90 "redis-server listening" pid_listening $pid $port
+		barrier "$1-listening"
+		barrier "$1-done"
+		kill $pid
+		wait $pid 2>/dev/null
+		moved "$1" tx "$tx" $((REQS * VAL))
+	else
+		barrier "$1-listening"
+		out=$(inns "$RUNNER" redis-benchmark -h "$PEER_IP" -p $port -c 4 -n $REQS -d $VAL \
+			-t set,get -q 2>&1) || check "redis-benchmark exited $?: ${out:(-300)}" false
+		sum=$(grep -o "[A-Z]*: [0-9.]* requests per second" <<<"${out//$'\r'/$'\n'}" | tr '\n' ' ')
+		log "$1: redis-benchmark: $sum"
+		check "redis-benchmark: no SET result: $sum" has "$sum" "SET: "
+		check "redis-benchmark: no GET result: $sum" has "$sum" "GET: "
+		head -c 49152 /dev/urandom | base64 -w0 >"$WORK/value"
+		inns "$RUNNER" redis-cli -h "$PEER_IP" -p $port -x SET blob <"$WORK/value" >/dev/null ||
+			check "redis-cli SET exited $?" false
+		got=$(inns "$RUNNER" redis-cli -h "$PEER_IP" -p $port --raw GET blob)
+		check "$1: the value read back differs from the one stored" [ "$got" = "$(cat "$WORK/value")" ]
+		moved "$1" tx "$tx" $((REQS * VAL))
+		barrier "$1-done"
+	fi
+}
+redis_case redis
 
 # sockperf ping-pong (its server answers every message): latency over NTB.
-port=$((port + 1))
-tx=$(ntb_bytes tx)
-if [ "$ROLE" = a ]; then
-	inns "$RUNNER" sockperf server --tcp -i "$MY_IP" -p $port >"$WORK/sockperf.log" 2>&1 &
-	pid=$!
-	wait_for 90 "sockperf server listening" pid_listening $pid $port
-	barrier sockperf-listening
-	barrier sockperf-done
-	kill $pid
-	wait $pid 2>/dev/null
-	moved sockperf tx "$tx" 6400
-else
-	barrier sockperf-listening
-	out=$(inns "$RUNNER" sockperf ping-pong --tcp -i "$PEER_IP" -p $port -t 3 -m 64 2>&1) ||
-		check "sockperf exited $?: $(tail -3 <<<"$out")" false
-	lat=$(grep -m1 "avg-latency\|avg-lat" <<<"$out")
-	log "sockperf: $lat"
-	check "sockperf: no latency summary: $(tail -3 <<<"$out")" [ -n "$lat" ]
-	moved sockperf tx "$tx" 6400
-	barrier sockperf-done
-fi
+sockperf_case() {
+	local tx pid out lat
+	port=$((port + 1))
+	tx=$(ntb_bytes tx)
+	if [ "$ROLE" = a ]; then
+		inns "$RUNNER" sockperf server --tcp -i "$MY_IP" -p $port >"$WORK/$1.log" 2>&1 &
+		pid=$!
+		wait_for 90 "sockperf server listening" pid_listening $pid $port
+		barrier "$1-listening"
+		barrier "$1-done"
+		kill $pid
+		wait $pid 2>/dev/null
+		moved "$1" tx "$tx" 6400
+	else
+		barrier "$1-listening"
+		out=$(inns "$RUNNER" sockperf ping-pong --tcp -i "$PEER_IP" -p $port -t 3 -m 64 2>&1) ||
+			check "sockperf exited $?: $(tail -3 <<<"$out")" false
+		lat=$(grep -m1 "avg-latency\|avg-lat" <<<"$out")
+		log "$1: $lat"
+		check "sockperf: no latency summary: $(tail -3 <<<"$out")" [ -n "$lat" ]
+		moved "$1" tx "$tx" 6400
+		barrier "$1-done"
+	fi
+}
+sockperf_case sockperf
 
 # Without the module, ntbsmc_run steps aside: the program runs on plain TCP.
 barrier apps-done
@@ -185,5 +207,10 @@ if [ "$TOPO" = twovm ] || [ "$ROLE" = a ]; then
 fi
 barrier unloaded
 check "ntbsmc still loaded" [ ! -d /sys/module/ntbsmc ]
-ncat_case ncat_no_module b tcp
+MODE=tcp
+ncat_case ncat_no_module b
+iperf3_case iperf3_no_module
+http_case http_no_module
+redis_case redis_no_module
+sockperf_case sockperf_no_module
 checked
