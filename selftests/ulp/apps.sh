@@ -85,6 +85,20 @@ ncat_case() {
 ncat_case ncat_to_server b
 ncat_case ncat_from_server a
 
+# serve NAME CMD...: host a runs server CMD under ntbsmc_run on $port (its output
+# in $WORK/NAME.log) while host b goes from barrier NAME-listening to NAME-done.
+serve() {
+	local name=$1 pid
+	shift
+	inns "$RUNNER" "$@" >"$WORK/$name.log" 2>&1 &
+	pid=$!
+	wait_for 90 "$1 listening" pid_listening $pid $port
+	barrier "$name-listening"
+	barrier "$name-done"
+	kill $pid
+	wait $pid 2>/dev/null
+}
+
 # iperf3: one test of SIZE bytes from b to a. The server stops reading when the
 # client reports the end on the control connection, so only the sender's counter
 # must cover SIZE; the receiver's must show that the data came over NTB.
@@ -112,47 +126,34 @@ iperf3_case iperf3
 
 # curl from Python's http.server: host b fetches host a's file.
 http_case() {
-	local tx rx pid
+	local tx rx
 	port=$((port + 1))
 	tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
 	if [ "$ROLE" = a ]; then
 		mkdir -p "$WORK/www" && cp "$WORK/blob" "$WORK/www/blob"
-		inns "$RUNNER" python3 -m http.server $port --bind "$MY_IP" --directory "$WORK/www" \
-			>"$WORK/$1.log" 2>&1 &
-		pid=$!
-		wait_for 90 "http.server listening" pid_listening $pid $port
-		barrier "$1-listening"
-		barrier "$1-fetched"
-		kill $pid
-		wait $pid 2>/dev/null
+		serve "$1" python3 -m http.server $port --bind "$MY_IP" --directory "$WORK/www"
 		moved "$1" tx "$tx"
 	else
 		barrier "$1-listening"
 		inns "$RUNNER" curl -sS --max-time 120 -o "$WORK/$1.out" "http://$PEER_IP:$port/blob" ||
 			check "curl exited $?" false
-		barrier "$1-fetched"
+		barrier "$1-done"
 		check "$1: fetched file differs from $PEER's" [ "$(sha256sum <"$WORK/$1.out")" = "$theirs" ]
 		moved "$1" rx "$rx"
 	fi
 }
 http_case http
 
-# redis-server with redis-benchmark (4 clients, 600 SETs and GETs of 1 KiB values) and a 64 KiB value
-# stored and read back with redis-cli.
+# redis-server with redis-benchmark (4 clients, 600 SETs and GETs of 1 KiB values)
+# and a 64 KiB value stored and read back with redis-cli.
 REQS=600 VAL=1024
 redis_case() {
-	local tx rx pid out sum got
+	local tx rx out sum got
 	port=$((port + 1))
 	tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
 	if [ "$ROLE" = a ]; then
-		inns "$RUNNER" redis-server --bind "$MY_IP" --port $port --save "" --appendonly no \
-			--protected-mode no --dir "$WORK" >"$WORK/$1.log" 2>&1 &
-		pid=$!
-		wait_for 90 "redis-server listening" pid_listening $pid $port
-		barrier "$1-listening"
-		barrier "$1-done"
-		kill $pid
-		wait $pid 2>/dev/null
+		serve "$1" redis-server --bind "$MY_IP" --port $port --save "" --appendonly no \
+			--protected-mode no --dir "$WORK"
 		moved "$1" tx "$tx" $((REQS * VAL))
 	else
 		barrier "$1-listening"
@@ -175,23 +176,17 @@ redis_case redis
 
 # sockperf ping-pong (its server answers every message): latency over NTB.
 sockperf_case() {
-	local tx pid out lat
+	local tx out lat
 	port=$((port + 1))
 	tx=$(ntb_bytes tx)
 	if [ "$ROLE" = a ]; then
-		inns "$RUNNER" sockperf server --tcp -i "$MY_IP" -p $port >"$WORK/$1.log" 2>&1 &
-		pid=$!
-		wait_for 90 "sockperf server listening" pid_listening $pid $port
-		barrier "$1-listening"
-		barrier "$1-done"
-		kill $pid
-		wait $pid 2>/dev/null
+		serve "$1" sockperf server --tcp -i "$MY_IP" -p $port
 		moved "$1" tx "$tx" 6400
 	else
 		barrier "$1-listening"
 		out=$(inns "$RUNNER" sockperf ping-pong --tcp -i "$PEER_IP" -p $port -t 3 -m 64 2>&1) ||
 			check "sockperf exited $?: $(tail -3 <<<"$out")" false
-		lat=$(grep -m1 "avg-latency\|avg-lat" <<<"$out")
+		lat=$(grep -m1 "avg-lat" <<<"$out")
 		log "$1: $lat"
 		check "sockperf: no latency summary: $(tail -3 <<<"$out")" [ -n "$lat" ]
 		moved "$1" tx "$tx" 6400
