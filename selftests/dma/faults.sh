@@ -7,6 +7,8 @@
 #     channel is dropped, the CPU takes over
 #   - the sender's buffer is unmapped by another thread during a zero-copy send:
 #     the peer gets exactly the bytes send() reported, intact
+#   - another thread forks during a zero-copy send and the child writes over its
+#     copy of the buffer: the peer gets the parent's bytes
 #   - the sending process is killed during a zero-copy send: no pinned page is
 #     left behind, the next connection runs
 #   - the engine's device is unbound mid-stream: the connection finishes on CPU
@@ -105,6 +107,18 @@ else
 		[ "$sent" -lt $bytes ]
 fi
 barrier munmap-done
+
+# fork() by another thread during a zero-copy send; the child scribbles over its
+# copy of the buffer. Pages pinned for DMA stay the parent's (FOLL_PIN makes fork
+# copy them for the child), so the peer gets the parent's bytes.
+paths_case fork "--bytes $((96 * MB)) --fork-ms 150"
+if [ "$ROLE" = b ]; then
+	check "fork: the fork came during the send ($(jfield "$out" fork_during_send))" \
+		[ "$(jfield "$out" fork_during_send)" = true ]
+	check "fork: $(sent_by zc) of $((96 * MB)) bytes zero-copy" \
+		[ "$(sent_by zc)" = $((96 * MB)) ]
+fi
+wait_for 10 "every pinned page released" pins_balanced
 
 # The sender is killed during a zero-copy send.
 port=$((port + 1))

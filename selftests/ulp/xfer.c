@@ -6,6 +6,7 @@
  *   xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]
  *                         [--seed S] [--allow-reset] [--hold FILE]
  *                         [--offset N] [--random-writes] [--munmap-ms MS]
+ *                         [--fork-ms MS]
  *
  * The client sends --bytes of pseudo-random data (with --both the server sends as
  * much back at the same time). The data is a function of the seed, the direction
@@ -27,6 +28,10 @@
  * it. --munmap-ms sends everything with one send() from one mapping that another
  * thread unmaps MS milliseconds later: the sender stops at the first error,
  * reports "sent" and ends its direction, so the receiver checks what arrived.
+ * --fork-ms likewise sends from one mapping, and another thread forks MS
+ * milliseconds later: the child writes over all of its copy of the mapping and
+ * exits. The peer must still get the parent's bytes ("fork_during_send" says
+ * whether the fork came before send() returned).
  *
  * Sockets time out after 120 s, the client retries a refused connect for 30 s:
  * nothing waits without a bound.
@@ -50,6 +55,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,7 +79,7 @@
 static struct {
 	bool server, ulp, smc, both, allow_reset, random_writes;
 	const char *addr, *port, *seed, *hold;
-	uint64_t bytes, offset, munmap_ms;
+	uint64_t bytes, offset, munmap_ms, fork_ms;
 	size_t write_size;
 	unsigned long conns;
 } opt = {
@@ -206,6 +212,7 @@ struct sender {
 	uint64_t seed, bytes, sent;
 	void *map;
 	size_t map_len;
+	double forked_at, send_end;
 };
 
 static void *unmapper(void *arg)
@@ -217,8 +224,32 @@ static void *unmapper(void *arg)
 	return NULL;
 }
 
-/* --munmap-ms: one send() of everything from a mapping unmapped meanwhile. */
-static void send_unmapped(struct sender *s)
+/* The child scribbles over its copy of everything the parent is sending. */
+static void *forker(void *arg)
+{
+	struct sender *s = arg;
+	int status;
+	pid_t pid;
+
+	usleep(opt.fork_ms * 1000);
+	s->forked_at = now();
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		memset(s->map, 0x5a, s->map_len);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		die("child of fork");
+	return NULL;
+}
+
+/*
+ * --munmap-ms, --fork-ms: one send() of everything from a mapping that another
+ * thread unmaps or forks meanwhile.
+ */
+static void send_mapped(struct sender *s)
 {
 	pthread_t th;
 	ssize_t n;
@@ -229,7 +260,7 @@ static void send_unmapped(struct sender *s)
 	if (s->map == MAP_FAILED)
 		die("mmap");
 	fill(s->seed, 0, (unsigned char *)s->map + opt.offset, s->bytes);
-	if (pthread_create(&th, NULL, unmapper, s))
+	if (pthread_create(&th, NULL, opt.munmap_ms ? unmapper : forker, s))
 		die("pthread_create");
 	while (s->sent < s->bytes) {
 		n = send(s->fd, (unsigned char *)s->map + opt.offset + s->sent,
@@ -240,6 +271,7 @@ static void send_unmapped(struct sender *s)
 			break;
 		s->sent += n;
 	}
+	s->send_end = now();
 	pthread_join(th, NULL);
 	shutdown(s->fd, SHUT_WR);	/* the receiver checks what came */
 }
@@ -254,9 +286,9 @@ static void *send_stream(void *arg)
 
 	if (!base)
 		die("malloc");
-	if (opt.munmap_ms) {
+	if (opt.munmap_ms || opt.fork_ms) {
 		free(base);
-		send_unmapped(s);
+		send_mapped(s);
 		return NULL;
 	}
 	for (off = 0; off < s->bytes; ) {
@@ -438,9 +470,12 @@ static bool session(int fd, const char *seed_text)
 		printf("\"first_bad\": %" PRIu64 ", ", got.first_bad);
 	if (sending && back.first_bad != NO_ERROR)
 		printf("\"peer_first_bad\": %" PRIu64 ", ", back.first_bad);
-	if (sending && opt.munmap_ms)
+	if (sending && (opt.munmap_ms || opt.fork_ms))
 		printf("\"sent\": %" PRIu64 ", \"peer_received\": %" PRIu64 ", ", snd.sent,
 		       back.received);
+	if (sending && opt.fork_ms)
+		printf("\"fork_during_send\": %s, ",
+		       snd.forked_at < snd.send_end ? "true" : "false");
 	print_info(fd);
 	printf(", \"role\": \"%s\", \"bytes\": %" PRIu64 ", \"local_port\": %u, "
 	       "\"peer_port\": %u, \"secs\": %.4f, \"mb_per_s\": %.1f}\n",
@@ -492,7 +527,8 @@ static void __attribute__((noreturn)) usage(void)
 		"usage: xfer server ADDR PORT [--ulp] [--smc] [--conns N] [--allow-reset] [--hold FILE]\n"
 		"       xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]\n"
 		"                             [--seed S] [--allow-reset] [--hold FILE]\n"
-		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n");
+		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n"
+		"                             [--fork-ms MS]\n");
 	exit(2);
 }
 
@@ -533,6 +569,9 @@ static void parse_args(int argc, char **argv)
 		} else if (!strcmp(a, "--munmap-ms") && parse_u64(val, 60000, &v) && v) {
 			opt.munmap_ms = v;
 			i++;
+		} else if (!strcmp(a, "--fork-ms") && parse_u64(val, 60000, &v) && v) {
+			opt.fork_ms = v;
+			i++;
 		} else if (!strcmp(a, "--conns") && parse_u64(val, 1 << 20, &v) && v) {
 			opt.conns = v;
 			i++;
@@ -546,6 +585,8 @@ static void parse_args(int argc, char **argv)
 			usage();
 		}
 	}
+	if (opt.munmap_ms && opt.fork_ms)
+		usage();
 }
 
 int main(int argc, char **argv)
