@@ -56,14 +56,23 @@ static void dev_flush_peer(struct ntbsmc_dev *dev)
 
 /*
  * Tells the peer that its control block of @peer_slot changed: an entry in its
- * event ring, then the doorbell. Callers wrote payload and cursors before.
+ * event ring, then the doorbell unless one is still on its way. Callers wrote
+ * payload and cursors before.
+ *
+ * The peer drains its ring until, having written back how far it got and
+ * flushed that, it finds no further entry; we read that after our entry is
+ * flushed. So when it had not caught up to our entry, it will find it (one of
+ * the entries before ours was rung for, and it is still draining); only when it
+ * had caught up exactly to ours may it have stopped: ring. Under a stream this
+ * saves the doorbells rung while the peer has not run its tasklet yet.
  */
 void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot)
 {
 	struct ntbsmc_win_hdr __iomem *ph = peer_hdr(dev);
 	unsigned long flags;
+	bool ring = true;
+	u32 cons, mine = 0;
 	int idx;
-	u32 cons;
 
 	/* The windows stay mapped while this section runs (see ntbsmc_conn_sync). */
 	idx = srcu_read_lock(&ntbsmc_srcu);
@@ -78,17 +87,27 @@ void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot)
 		/* Full (or nonsense): the peer rescans every connection instead. */
 		iowrite32(ioread32(&ph->ev_overflow) + 1, &ph->ev_overflow);
 	} else {
+		mine = dev->ev_tx_prod;
 		iowrite16(peer_slot, &ph->ev[dev->ev_tx_prod % NTBSMC_EV_RING]);
 		dev->ev_tx_prod++;
 		wmb();
 		iowrite32(dev->ev_tx_prod, &ph->ev_prod);
+		ring = false;
 	}
 	spin_unlock_irqrestore(&dev->ev_lock, flags);
 
 	dev_flush_peer(dev);
+	if (!ring) {
+		mb();	/* our entry is out before we read how far the peer got */
+		ring = le32_to_cpu(READ_ONCE(win_hdr(dev)->ev_cons)) == mine;
+	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
-	ntb_peer_db_set(dev->ntb, BIT_ULL(NTBSMC_DB_EVENT));
-	ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_TX, 1);
+	if (ring) {
+		ntb_peer_db_set(dev->ntb, BIT_ULL(NTBSMC_DB_EVENT));
+		ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_TX, 1);
+	} else {
+		ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_SUPPRESSED, 1);
+	}
 }
 
 static void dev_event_slot(struct ntbsmc_dev *dev, u32 slot)
@@ -135,6 +154,10 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 				dev_event_slot(dev, slot);
 		}
 		iowrite32(dev->ev_rx_cons, &peer_hdr(dev)->ev_cons);
+		/* The peer rings only if it sees we caught up: it must see it
+		 * before we look for entries once more (see post_event). */
+		dev_flush_peer(dev);
+		mb();
 	}
 	ovf = le32_to_cpu(READ_ONCE(h->ev_overflow));
 	if (ovf != dev->ev_rx_overflow) {
@@ -332,6 +355,13 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	dev->ev_tx_prod = 0;
 	dev->ev_rx_cons = 0;
 	dev->ev_rx_overflow = 0;
+	/*
+	 * The peer has consumed none of our entries yet. Its tasklet of the old
+	 * epoch may have written here after our bringup cleared the header (it was
+	 * killed before the peer wrote the scratchpads we just read): a stale value
+	 * would make post_event() believe the peer is still draining and not ring.
+	 */
+	WRITE_ONCE(win_hdr(dev)->ev_cons, 0);
 	/* Our writes into the peer's window start from a clean header. */
 	iowrite32(NTBSMC_WIN_MAGIC, &peer_hdr(dev)->magic);
 	iowrite32(dev->epoch, &peer_hdr(dev)->epoch);
