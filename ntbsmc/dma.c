@@ -104,9 +104,12 @@ static void dma_put(struct ntbsmc_dma *d)
 
 /*
  * Stops all use of @d: it is no longer the device's channel, nobody submits on it
- * any more (SRCU) and the engine dropped what was queued. Process context.
+ * any more (SRCU) and the engine dropped what was queued. After a @failed channel
+ * the device waits a second before it asks for another one; one let go because
+ * the device went down or idle may be followed by the next connection's at once.
+ * Process context.
  */
-static void dma_kill(struct ntbsmc_dma *d)
+static void dma_kill(struct ntbsmc_dma *d, bool failed)
 {
 	struct ntbsmc_dev *dev = d->dev;
 	bool owned = false;
@@ -115,7 +118,8 @@ static void dma_kill(struct ntbsmc_dma *d)
 	mutex_lock(&dev->dma_lock);
 	if (rcu_access_pointer(dev->dma) == d) {
 		RCU_INIT_POINTER(dev->dma, NULL);
-		dev->dma_retry = jiffies + HZ;
+		if (failed)
+			dev->dma_retry = jiffies + HZ;
 		owned = true;
 	}
 	mutex_unlock(&dev->dma_lock);
@@ -135,7 +139,7 @@ static void dma_kill_work(struct work_struct *work)
 {
 	struct ntbsmc_dma *d = container_of(work, struct ntbsmc_dma, kill_work);
 
-	dma_kill(d);
+	dma_kill(d, true);
 	dma_put(d);	/* dma_kill_async()'s */
 }
 
@@ -230,7 +234,7 @@ void ntbsmc_dma_detach(struct ntbsmc_dev *dev)
 		ntbsmc_conn_sync();
 		return;
 	}
-	dma_kill(d);
+	dma_kill(d, false);
 	dma_put(d);
 }
 
