@@ -116,7 +116,7 @@ static void clc_hdr(void *msg, u8 type, size_t len)
 
 	memcpy(h->magic, NTBSMC_CLC_MAGIC, 4);
 	h->type = type;
-	h->version = NTBSMC_CLC_VERSION;
+	h->version = NTBSMC_CLC_FRAME_VERSION;
 	h->length = cpu_to_be16(len);
 	memcpy((u8 *)msg + len - sizeof(struct ntbsmc_clc_trailer), NTBSMC_CLC_TRAILER, 4);
 }
@@ -180,7 +180,7 @@ static int clc_recv(struct clc_io *io, void *buf, u8 type)
 	rc = io_read(io, h, sizeof(*h));
 	if (rc)
 		return rc;
-	if (memcmp(h->magic, NTBSMC_CLC_MAGIC, 4) || h->version != NTBSMC_CLC_VERSION ||
+	if (memcmp(h->magic, NTBSMC_CLC_MAGIC, 4) || h->version != NTBSMC_CLC_FRAME_VERSION ||
 	    (h->type != type && h->type != NTBSMC_CLC_DECLINE))
 		return -EPROTO;
 	len = clc_len(h->type);
@@ -270,7 +270,7 @@ static void smc_decline(struct ntbsmc_smc_decline *d, const char *id)
 static int client_wait_hello_ack(struct clc_io *io, struct ntbsmc_clc_hello_ack *ack)
 {
 	static const u8 prefix[] = { 'N', 'T', 'B', 'S', NTBSMC_CLC_HELLO_ACK,
-				     NTBSMC_CLC_VERSION };
+				     NTBSMC_CLC_FRAME_VERSION };
 	u8 got[sizeof(prefix)];
 	int n, rc;
 

@@ -36,6 +36,20 @@ void ntbsmc_conn_sync(void)
 	synchronize_srcu(&ntbsmc_srcu);
 }
 
+/*
+ * The receive buffer a socket asks for: half its SO_RCVBUF if the program set
+ * one (the kernel doubled it for overhead, as SMC-R reads it), else the
+ * namespace's rmb_kb; rounded up to a power of two the window layout allows.
+ */
+static u32 conn_rmb_want(struct sock *sk)
+{
+	u32 want = (u32)READ_ONCE(ntbsmc_net(sock_net(sk))->rmb_kb) << 10;
+
+	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
+		want = READ_ONCE(sk->sk_rcvbuf) / 2;
+	return roundup_pow_of_two(clamp_t(u32, want, NTBSMC_RMB_UNIT, NTBSMC_RMB_MAX));
+}
+
 struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 {
 	struct ntbsmc_conn *conn;
@@ -49,13 +63,13 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	kref_get(&dev->ref);		/* put in conn_free() */
 	conn->dev = dev;
 	conn->sk = sk;
-	rc = ntbsmc_dev_slot_get(dev, conn);
+	rc = ntbsmc_dev_slot_get(dev, conn, conn_rmb_want(sk));
 	if (rc) {
 		ntbsmc_dev_put(dev);
 		kfree(conn);
 		return ERR_PTR(rc);
 	}
-	conn->rmb = dev->win + NTBSMC_RMB_OFFSET + (size_t)conn->my_slot * conn->rmb_size;
+	conn->rmb = dev->win + NTBSMC_RMB_OFFSET + (size_t)conn->my_slot * NTBSMC_RMB_UNIT;
 	conn->rx_ctl = dev->win + NTBSMC_SLOT_OFFSET + conn->my_slot * sizeof(struct ntbsmc_slot);
 	ntbsmc_dma_conn_init(conn);
 	ntbsmc_dma_attach(dev, sock_net(sk));
@@ -73,14 +87,14 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 
 	if (be32_to_cpu(peer->epoch) != dev->peer_epoch)
 		return -ESTALE;
-	if (slot >= NTBSMC_SLOT_MAX || size < SZ_16K || size > SZ_4M ||
-	    !is_power_of_2(size) ||
-	    NTBSMC_RMB_OFFSET + ((size_t)slot + 1) * size > dev->peer_win_size)
+	if (slot >= NTBSMC_SLOT_MAX || size < NTBSMC_RMB_UNIT || size > NTBSMC_RMB_MAX ||
+	    !is_power_of_2(size) || slot % (size / NTBSMC_RMB_UNIT) ||
+	    NTBSMC_RMB_OFFSET + (size_t)slot * NTBSMC_RMB_UNIT + size > dev->peer_win_size)
 		return -EPROTO;
 	conn->peer_slot = slot;
 	conn->peer_token = be32_to_cpu(peer->token);
 	conn->peer_rmb_size = size;
-	conn->peer_rmb_off = NTBSMC_RMB_OFFSET + slot * size;
+	conn->peer_rmb_off = NTBSMC_RMB_OFFSET + (size_t)slot * NTBSMC_RMB_UNIT;
 	conn->peer_rmb = dev->peer_win + conn->peer_rmb_off;
 	conn->tx_ctl = dev->peer_win + NTBSMC_SLOT_OFFSET + slot * sizeof(struct ntbsmc_slot);
 	/* Fresh control block for the peer: cursors first, the token that makes

@@ -282,24 +282,26 @@ static void dev_go_down(struct ntbsmc_dev *dev)
 	for (i = 0; i < NTBSMC_SLOT_MAX; i++)
 		RCU_INIT_POINTER(dev->conns[i], NULL);
 	bitmap_zero(dev->slot_map, NTBSMC_SLOT_MAX);
+	dev->free_units = dev->nslots;
+	dev->rmbs = 0;
 	spin_unlock_irq(&dev->slot_lock);
 	dev_info(&dev->ntb->dev, "ntbsmc: link down\n");
 }
 
 static void dev_start_bringup(struct ntbsmc_dev *dev)
 {
-	struct ntbsmc_net *nn = ntbsmc_net(dev->net);
-
 	lockdep_assert_held(&dev->lock);
 	/* Nothing the peer wrote before this epoch may be read as current. */
 	memset(dev->win, 0, NTBSMC_RMB_OFFSET);
 	do {
 		dev->epoch = get_random_u32();
 	} while (!dev->epoch);
-	dev->rmb_size = clamp_t(u32, READ_ONCE(nn->rmb_kb), 16, 4096) << 10;
+	spin_lock_irq(&dev->slot_lock);
 	dev->nslots = min_t(size_t, NTBSMC_SLOT_MAX,
 			    (min(dev->win_size, dev->peer_win_size) - NTBSMC_RMB_OFFSET) /
-			    dev->rmb_size);
+			    NTBSMC_RMB_UNIT);
+	dev->free_units = dev->nslots;
+	spin_unlock_irq(&dev->slot_lock);
 	WRITE_ONCE(dev->state, NTBSMC_DEV_BRINGUP);
 	dev_write_spads(dev, dev->epoch);
 	ntb_peer_db_set(dev->ntb, BIT_ULL(NTBSMC_DB_BRINGUP));
@@ -366,8 +368,8 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	iowrite32(NTBSMC_WIN_MAGIC, &peer_hdr(dev)->magic);
 	iowrite32(dev->epoch, &peer_hdr(dev)->epoch);
 	WRITE_ONCE(dev->state, NTBSMC_DEV_ACTIVE);
-	dev_info(&ntb->dev, "ntbsmc: link active, peer system %*phN, %u buffers of %u KiB\n",
-		 NTBSMC_ID_LEN, sysid, dev->nslots, dev->rmb_size >> 10);
+	dev_info(&ntb->dev, "ntbsmc: link active, peer system %*phN, %u KiB of buffers\n",
+		 NTBSMC_ID_LEN, sysid, dev->nslots * (NTBSMC_RMB_UNIT >> 10));
 }
 
 static void dev_bringup_work(struct work_struct *work)
@@ -643,8 +645,16 @@ static struct ntb_client ntbsmc_client = {
 
 /* ---- slots: called by conn.c ---- */
 
-int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
+/*
+ * Gives @conn a receive buffer of at most @want bytes (a power of two of at least
+ * NTBSMC_RMB_UNIT): the size wanted while that leaves half the buffer space free,
+ * else the largest smaller size that does; past half, NTBSMC_RMB_UNIT while any
+ * unit is left. So the first connections of a link get large buffers and the link
+ * still holds at least half as many connections as it has units.
+ */
+int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn, u32 want)
 {
+	unsigned int units = want / NTBSMC_RMB_UNIT;
 	unsigned long flags;
 	int slot;
 
@@ -653,18 +663,27 @@ int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
 		slot = -ENOLINK;
 		goto out;
 	}
-	slot = find_first_zero_bit(dev->slot_map, dev->nslots);
-	if (slot >= dev->nslots) {
-		slot = -ENOBUFS;
-		goto out;
+	for (;; units /= 2) {
+		if (units > 1 && dev->free_units < units + dev->nslots / 2)
+			continue;
+		slot = bitmap_find_next_zero_area(dev->slot_map, dev->nslots, 0, units,
+						  units - 1);
+		if (slot < dev->nslots)
+			break;
+		if (units == 1) {
+			slot = -ENOBUFS;
+			goto out;
+		}
 	}
-	__set_bit(slot, dev->slot_map);
+	bitmap_set(dev->slot_map, slot, units);
+	dev->free_units -= units;
+	dev->rmbs++;
 	conn->my_slot = slot;
 	do {
 		conn->my_token = ++dev->next_token;
 	} while (!conn->my_token);
 	conn->epoch = dev->epoch;
-	conn->rmb_size = dev->rmb_size;
+	conn->rmb_size = units * NTBSMC_RMB_UNIT;
 	rcu_assign_pointer(dev->conns[slot], conn);
 	if (atomic_inc_return(&dev->lgr_conns) == 1) {
 		if (!dev->lgr_id) {
@@ -688,7 +707,9 @@ void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
 	/* A slot of an older epoch was released when the link went down. */
 	if (rcu_access_pointer(dev->conns[conn->my_slot]) == conn) {
 		RCU_INIT_POINTER(dev->conns[conn->my_slot], NULL);
-		__clear_bit(conn->my_slot, dev->slot_map);
+		bitmap_clear(dev->slot_map, conn->my_slot, conn->rmb_size / NTBSMC_RMB_UNIT);
+		dev->free_units += conn->rmb_size / NTBSMC_RMB_UNIT;
+		dev->rmbs--;
 	}
 	/* Never after ntbsmc_remove(): the work must not outlive the device. */
 	if (atomic_dec_and_test(&dev->lgr_conns) && !dev->removed) {

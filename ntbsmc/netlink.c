@@ -25,10 +25,16 @@ static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
 {
 	struct ntb_dev *ntb = dev->ntb;
 	struct nlattr *nest;
+	unsigned int units, free_units, rmbs;
 	const char *chan;
 	char buf[32];
 
 	chan = ntbsmc_dma_chan_name(dev, buf, sizeof(buf));
+	spin_lock_irq(&dev->slot_lock);
+	units = dev->nslots;
+	free_units = dev->free_units;
+	rmbs = dev->rmbs;
+	spin_unlock_irq(&dev->slot_lock);
 	nest = nla_nest_start(skb, NTBSMC_A_DEV);
 	if (!nest)
 		return -EMSGSIZE;
@@ -42,8 +48,11 @@ static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
 	    nla_put_u32(skb, NTBSMC_DEV_MW_COUNT, ntb_mw_count(ntb, NTB_DEF_PEER_IDX)) ||
 	    nla_put_u32(skb, NTBSMC_DEV_DB_COUNT, hweight64(ntb_db_valid_mask(ntb))) ||
 	    nla_put_u32(skb, NTBSMC_DEV_SPAD_COUNT, ntb_spad_count(ntb)) ||
-	    nla_put_u32(skb, NTBSMC_DEV_RMB_SIZE, dev->rmb_size) ||
-	    nla_put_u32(skb, NTBSMC_DEV_RMB_COUNT, dev->nslots) ||
+	    nla_put_u32(skb, NTBSMC_DEV_RMB_SIZE,
+			(u32)READ_ONCE(ntbsmc_net(dev->net)->rmb_kb) << 10) ||
+	    nla_put_u32(skb, NTBSMC_DEV_RMB_COUNT, rmbs) ||
+	    nla_put_u32(skb, NTBSMC_DEV_RMB_SPACE, units * NTBSMC_RMB_UNIT) ||
+	    nla_put_u32(skb, NTBSMC_DEV_RMB_FREE, free_units * NTBSMC_RMB_UNIT) ||
 	    (dev->state != NTBSMC_DEV_DOWN &&
 	     nla_put(skb, NTBSMC_DEV_PEER_SYSID, NTBSMC_ID_LEN, dev->peer_sysid)) ||
 	    (chan && nla_put_string(skb, NTBSMC_DEV_DMA_CHAN, chan))) {

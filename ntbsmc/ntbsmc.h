@@ -100,11 +100,15 @@ struct ntbsmc_dev {
 	void __iomem *peer_win;
 	size_t peer_win_size;
 
-	/* Receive buffers: slot i owns the RMB at NTBSMC_RMB_OFFSET + i * rmb_size */
+	/*
+	 * Receive buffers: nslots units of NTBSMC_RMB_UNIT (wire.h); a connection's
+	 * RMB covers units slot .. slot + rmb_size / NTBSMC_RMB_UNIT - 1.
+	 */
 	spinlock_t slot_lock;
 	unsigned int nslots;
-	u32 rmb_size;
-	unsigned long *slot_map;
+	unsigned int free_units;
+	unsigned int rmbs;		/* connections holding units */
+	unsigned long *slot_map;	/* units in use */
 	struct ntbsmc_conn __rcu **conns;	/* by local slot */
 	u32 next_token;
 	bool removed;			/* ntbsmc_remove() ran; under slot_lock */
@@ -145,7 +149,7 @@ struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
 					  const u8 *peer_sysid);
 int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid);
 void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot);
-int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
+int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn, u32 want);
 void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
 
 /* ---- conn.c: one NTB-mode connection: buffers, cursors, data path ---- */

@@ -5,6 +5,7 @@
 
 #include <linux/types.h>
 #include <linux/build_bug.h>
+#include <linux/sizes.h>
 
 /*
  * Memory window layout. Each side owns an inbound window that only its peer writes
@@ -14,14 +15,21 @@
  * writer: the peer.
  *
  *   0                    struct ntbsmc_win_hdr   (event ring for the window's owner)
- *   NTBSMC_SLOT_OFFSET   struct ntbsmc_slot[]    (one per connection buffer)
- *   rmb_offset           receive buffers (RMBs), rmb_size each, slot i at i
+ *   NTBSMC_SLOT_OFFSET   struct ntbsmc_slot[]    (control blocks, by slot)
+ *   NTBSMC_RMB_OFFSET    receive buffers (RMBs), in units of NTBSMC_RMB_UNIT
+ *
+ * A connection's RMB is a power of two of 16 KiB to 4 MiB, aligned in the RMB area
+ * to its own size. Its slot is the number of its first unit: the RMB starts at
+ * NTBSMC_RMB_OFFSET + slot * NTBSMC_RMB_UNIT, and its control block is
+ * struct ntbsmc_slot number slot.
  */
 #define NTBSMC_WIN_MAGIC	0x4e54534d	/* "NTSM" */
 #define NTBSMC_EV_RING		256		/* power of two */
 #define NTBSMC_SLOT_OFFSET	4096
 #define NTBSMC_SLOT_MAX		1024
 #define NTBSMC_RMB_OFFSET	(NTBSMC_SLOT_OFFSET + NTBSMC_SLOT_MAX * 64)
+#define NTBSMC_RMB_UNIT		SZ_16K
+#define NTBSMC_RMB_MAX		SZ_4M
 
 struct ntbsmc_win_hdr {
 	__le32 magic;
@@ -126,7 +134,14 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
 
 #define NTBSMC_CLC_MAGIC	"NTBS"
 #define NTBSMC_CLC_TRAILER	"SBTN"
-#define NTBSMC_CLC_VERSION	1
+/*
+ * The header's version is that of the framing, which every version keeps, so
+ * that two ends of different versions read each other's HELLO_ACK and DECLINE.
+ * The protocol version is negotiated in HELLO_ACK (the server's range) and stated
+ * in PROPOSAL. Version 2: RMBs of any size, placed by slot.
+ */
+#define NTBSMC_CLC_FRAME_VERSION	1
+#define NTBSMC_CLC_VERSION	2
 
 enum ntbsmc_clc_type {
 	NTBSMC_CLC_HELLO_ACK = 1,
@@ -156,7 +171,7 @@ struct ntbsmc_clc_hello_ack {
 	struct ntbsmc_clc_trailer trl;
 } __packed;
 
-/* The RMB a side offers: slot in its window, the slot's token, its size. */
+/* The RMB a side offers: its slot (first unit) in its window, token, size. */
 struct ntbsmc_clc_rmb {
 	__be32 slot;
 	__be32 token;

@@ -147,8 +147,10 @@ static void queue_dev(const struct nlmsghdr *req, const char *name, bool up)
 	nla_put_u32(msg, NTBSMC_DEV_MW_COUNT, 2);
 	nla_put_u32(msg, NTBSMC_DEV_DB_COUNT, 32);
 	nla_put_u32(msg, NTBSMC_DEV_SPAD_COUNT, 16);
-	nla_put_u32(msg, NTBSMC_DEV_RMB_SIZE, 65536);
-	nla_put_u32(msg, NTBSMC_DEV_RMB_COUNT, 62);
+	nla_put_u32(msg, NTBSMC_DEV_RMB_SIZE, 1048576);
+	nla_put_u32(msg, NTBSMC_DEV_RMB_COUNT, up ? 3 : 0);
+	nla_put_u32(msg, NTBSMC_DEV_RMB_SPACE, 4128768);
+	nla_put_u32(msg, NTBSMC_DEV_RMB_FREE, up ? 1015808 : 4128768);
 	if (up) {
 		nla_put(msg, NTBSMC_DEV_PEER_SYSID, 16, peer);
 		nla_put_string(msg, NTBSMC_DEV_DMA_CHAN, "dma0chan0");

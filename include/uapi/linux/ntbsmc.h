@@ -181,11 +181,15 @@ enum ntbsmc_attr {
  * @NTBSMC_DEV_MW_COUNT: u32, memory windows the device has
  * @NTBSMC_DEV_DB_COUNT: u32, doorbell bits
  * @NTBSMC_DEV_SPAD_COUNT: u32, scratchpads
- * @NTBSMC_DEV_RMB_SIZE: u32, bytes per connection buffer
- * @NTBSMC_DEV_RMB_COUNT: u32, connection buffers
+ * @NTBSMC_DEV_RMB_SIZE: u32, bytes of receive buffer a connection asks for by
+ *	default (net.ntbsmc.rmb_kb); it gets less when the link's space is short
+ * @NTBSMC_DEV_RMB_COUNT: u32, connection buffers in use
  * @NTBSMC_DEV_PEER_SYSID: binary, 16 bytes, the peer system (once the link is up)
  * @NTBSMC_DEV_DMA_CHAN: string, the dmaengine channel writing into the peer's
  *	window (absent: writes are CPU copies)
+ * @NTBSMC_DEV_RMB_SPACE: u32, bytes of the window for receive buffers (while the
+ *	link is up)
+ * @NTBSMC_DEV_RMB_FREE: u32, of those, bytes not in use
  */
 enum ntbsmc_dev_attr {
 	NTBSMC_DEV_UNSPEC,
@@ -203,6 +207,8 @@ enum ntbsmc_dev_attr {
 	NTBSMC_DEV_PEER_SYSID,
 	NTBSMC_DEV_PAD,
 	NTBSMC_DEV_DMA_CHAN,
+	NTBSMC_DEV_RMB_SPACE,
+	NTBSMC_DEV_RMB_FREE,
 
 	__NTBSMC_DEV_MAX
 };
