@@ -87,7 +87,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->enabled = 1;
 	nn->handshake_timeout_ms = 2000;
 	nn->busy_poll_us = 0;
-	nn->rmb_kb = 256;
+	nn->rmb_kb = 1024;
 	nn->lgr_idle_ms = 600 * 1000;
 	nn->dma_threshold = 65536;
 	nn->zerocopy_threshold = 262144;
