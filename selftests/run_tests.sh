@@ -28,7 +28,7 @@ trap vm_cleanup EXIT
 
 FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
 	      fabric/doorbell_rtt.sh fabric/ntb_perf.sh fabric/ntb_transport.sh)
-ULP_TESTS=(ulp/basic.sh ulp/sockets.sh ulp/fallback.sh ulp/apps.sh ulp/hostile.sh
+ULP_TESTS=(ulp/basic.sh ulp/buffers.sh ulp/sockets.sh ulp/fallback.sh ulp/apps.sh ulp/hostile.sh
 	   dma/paths.sh dma/faults.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then

@@ -52,7 +52,7 @@ paths_case zerocopy_odd "--bytes $B --write-size $MB --offset 1"
 paths_case zerocopy_pages "--bytes $B --write-size 10000 --offset 4090"
 [ "$ROLE" = b ] && carried zerocopy_pages zc $B
 
-# rmb_kb is 256: one write is 16 times the peer's buffer
+# rmb_kb is 1024 (the default): one write is 4 times the peer's buffer
 paths_case zerocopy_huge "--bytes $((4 * B)) --write-size $((4 * MB)) --both"
 carried zerocopy_huge zc $((4 * B))
 
