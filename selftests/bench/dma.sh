@@ -9,24 +9,18 @@
 # of the bytes each path actually carried comes from the namespace's counters.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
+source "$REPO/selftests/bench/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
-
-bench() { log "bench: $1|$2"; }
-NB=$REPO/selftests/ulp/nbench
-SECS=${BENCH_SECS:-5}
 
 case $1 in
 setup) exit 0 ;;
 cleanup) dma_cleanup; exit 0 ;;
 esac
 
-# Module loading is per kernel: in the one-VM topology host a does it for both.
-if [ "$TOPO" = twovm ] || [ "$ROLE" = a ]; then
-	dma_setup
-fi
-# 1 MiB receive buffers on both hosts, for every path alike: a DMA write is
-# published when it completed, so the deeper the peer's buffer the more of them
-# overlap.
+once_per_kernel dma_setup
+# 1 MiB receive buffers (the default) on both hosts, for every path alike: a DMA
+# write is published when it completed, so the deeper the peer's buffer the more
+# of them overlap.
 inns sysctl -q -w net.ntbsmc.rmb_kb=1024
 barrier dma-loaded
 ulp_wait_active

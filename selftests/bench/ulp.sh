@@ -6,10 +6,8 @@
 # busy-poll), connections per second.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
+source "$REPO/selftests/bench/lib.sh"
 
-bench() { log "bench: $1|$2"; }
-NB=$REPO/selftests/ulp/nbench
-SECS=${BENCH_SECS:-5}
 # Busy-poll budget: a round trip takes ~200 us under emulation, so the 50 us
 # usual on hardware would expire before every answer.
 BP_US=${BENCH_BUSY_POLL_US:-1000}
@@ -66,14 +64,6 @@ run_set() {
 	out=$(inns "$NB" client $ulp "$addr" "$port" crr "$SECS")
 	bench "$label connections per second" "$(echo "$out" | awk '{print $2}') [$(echo "$out" | awk '{print $NF}')]"
 	barrier "$label-done"
-}
-
-# once_per_kernel CMD...: module loading is per kernel; in the one-VM topology
-# both hosts share it, and host a does it for both.
-once_per_kernel() {
-	if [ "$TOPO" = twovm ] || [ "$ROLE" = a ]; then
-		"$@"
-	fi
 }
 
 SRV=$([ "$ROLE" = a ] && echo "$PEER_IP" || echo "$MY_IP")	# host b serves

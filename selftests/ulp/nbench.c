@@ -94,8 +94,11 @@ static const char *mode_of(int fd)
 
 	if (getsockopt(fd, SOL_NTBSMC, NTBSMC_INFO, &info, &len))
 		return "tcp";
-	if (info.mode == NTBSMC_MODE_NTB)
-		return "ntb";
+	if (info.mode == NTBSMC_MODE_NTB) {
+		/* With the peer's buffer: it bounds a stream under emulation. */
+		snprintf(buf, sizeof(buf), "ntb:%uK", info.peer_rmb_size >> 10);
+		return buf;
+	}
 	snprintf(buf, sizeof(buf), "tcp:%s", reason_name(info.reason, rb, sizeof(rb)));
 	return buf;
 }
