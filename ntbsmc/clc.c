@@ -25,9 +25,9 @@
 /* Test-only: makes this host misbehave in the handshake (selftests). */
 static unsigned int fault_clc;
 module_param(fault_clc, uint, 0644);
-MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized handshake messages; 4 a server that answers after the handshake timeout");
+MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized handshake messages; 4 a server that answers after the handshake timeout; 5 a server of a later protocol version only");
 
-enum { FAULT_NONE, FAULT_TRUNCATED, FAULT_GARBAGE, FAULT_OVERSIZED, FAULT_SLOW };
+enum { FAULT_NONE, FAULT_TRUNCATED, FAULT_GARBAGE, FAULT_OVERSIZED, FAULT_SLOW, FAULT_VERSION };
 
 struct clc_io {
 	struct ntbsmc_sock *ctx;
@@ -450,6 +450,10 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 
 	ack.version_min = NTBSMC_CLC_VERSION;
 	ack.version_max = NTBSMC_CLC_VERSION;
+	if (READ_ONCE(fault_clc) == FAULT_VERSION) {
+		ack.version_min++;
+		ack.version_max++;
+	}
 	memcpy(ack.sysid, nn->sysid, NTBSMC_ID_LEN);
 	rc = clc_send(&io, &ack, NTBSMC_CLC_HELLO_ACK);
 	if (rc)

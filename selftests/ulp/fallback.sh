@@ -5,6 +5,8 @@
 # within a bound:
 #   - Linux SMC (AF_SMC) server or client against an ntbsmc peer
 #   - malformed handshakes (fault_clc: truncated, garbage, oversized, late server)
+#   - a server of another protocol version (fault_clc 5): both fall back, reason
+#     version, bytes intact
 # (A misbehaving peer after the handshake, and the link going down under a
 # connection: ulp/hostile.sh.)
 source "$REPO/selftests/lib.sh"
@@ -65,5 +67,17 @@ for f in 1 2 3 4; do
 done
 [ "$ROLE" = a ] && check "fault_clc: no handshake error counted" \
 	[ "$(jfield "$(inns "$NTBSMC_CLI" -j stats)" handshake_errors)" -gt 0 ]
+
+# Host a's server offers only the protocol version after ours: the client
+# declines with reason version, the server falls back as declined by it.
+[ "$ROLE" = a ] && echo 5 >$P/fault_clc
+barrier version-set
+xfer_one version "--ulp" "--ulp --bytes 300000 --both"
+[ "$ROLE" = a ] && want=tcp/declined/version || want=tcp/version/none
+got=$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" peer_reason)
+check "version: $got, want $want" [ "$got" = "$want" ]
+check "version: not intact" [ "$(jfield "$out" intact)" = true ]
+[ "$ROLE" = a ] && echo 0 >$P/fault_clc
+barrier version-clear
 
 checked
