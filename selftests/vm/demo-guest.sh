@@ -39,8 +39,8 @@ views() {
 
 if [ "$me" = b ]; then
 	# an unmodified server program under ntbsmc_run, and one without ntbsmc
-	"$RUNNER" "$X" server $SRV 7001 --conns 2 >/tmp/s1 &
-	"$X" server $SRV 7002 --conns 1 >/tmp/s2 &
+	"$RUNNER" "$X" server $SRV 7001 --conns 2 >/dev/null &
+	"$X" server $SRV 7002 --conns 1 >/dev/null &
 	"$NB" server --ulp $SRV 7011 &
 	"$NB" server $SRV 7012 &
 	wait_for 60 "servers" pid_listening $! 7012
