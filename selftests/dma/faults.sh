@@ -159,11 +159,16 @@ if [ "$ROLE" = a ]; then
 	[ "$TOPO" = twovm ] && run sh -c "echo soft_dma >$SOFT_DMA_DEV/driver/unbind"
 else
 	barrier unbind-listening
-	inns "$XFER" client "$PEER_IP" $port --ulp --bytes $((64 * MB)) >"$WORK/unbind.json" &
+	# Each descriptor takes 20 ms: with at most a peer buffer's worth in flight
+	# the stream cannot finish by DMA in less than 2.5 s, long after the unbind
+	# starts (1 MiB buffers otherwise carried all of it before the unbind).
+	echo 20000 >$SOFT_DMA/latency_us
+	inns "$XFER" client "$PEER_IP" $port --ulp --bytes $((128 * MB)) >"$WORK/unbind.json" &
 	cli=$!
 	wait_for 90 "DMA bytes on the connection" conn_moved $port dma_bytes
 	run sh -c "echo soft_dma >$SOFT_DMA_DEV/driver/unbind"
 	wait $cli || check "unbind: client failed: $(cat "$WORK/unbind.json")" false
+	echo 0 >$SOFT_DMA/latency_us
 	out=$(tail -1 "$WORK/unbind.json")
 	log "unbind, client: $out"
 	check "unbind: $(jfield "$out" mode) intact $(jfield "$out" intact)" \
