@@ -60,7 +60,11 @@ if [ "$ROLE" = a ]; then
 		ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a) * 1000 }')
 		log "figure: link down ${ms} ms after the peer driver left (kernel timestamps $t0 -> $t1)"
 		check "link down: no kernel timestamps ('$t0' -> '$t1')" [ -n "$t0" -a -n "$t1" ]
-		check "link down took ${ms} ms (> 1000)" [ "$ms" -le 1000 ]
+		# The leaving port kicks its peer: a few ms. The bound is below the 3.5 s
+		# after which a stalled heartbeat alone takes the link down, so it tells
+		# the two apart, with room for the host stalls a loaded emulated guest
+		# sees (1.5 s once, with three guests on two cores).
+		check "link down took ${ms} ms (> 2500)" [ "$ms" -le 2500 ]
 	fi
 	barrier down
 	barrier rebound
