@@ -69,8 +69,8 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 		kfree(conn);
 		return ERR_PTR(rc);
 	}
-	conn->rmb = dev->win + NTBSMC_RMB_OFFSET + (size_t)conn->my_slot * NTBSMC_RMB_UNIT;
-	conn->rx_ctl = dev->win + NTBSMC_SLOT_OFFSET + conn->my_slot * sizeof(struct ntbsmc_slot);
+	conn->rmb = dev->win + ntbsmc_rmb_off(conn->my_slot);
+	conn->rx_ctl = dev->win + ntbsmc_ctl_off(conn->my_slot);
 	ntbsmc_dma_conn_init(conn);
 	ntbsmc_dma_attach(dev, sock_net(sk));
 	return conn;
@@ -89,14 +89,14 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 		return -ESTALE;
 	if (slot >= NTBSMC_SLOT_MAX || size < NTBSMC_RMB_UNIT || size > NTBSMC_RMB_MAX ||
 	    !is_power_of_2(size) || slot % (size / NTBSMC_RMB_UNIT) ||
-	    NTBSMC_RMB_OFFSET + (size_t)slot * NTBSMC_RMB_UNIT + size > dev->peer_win_size)
+	    ntbsmc_rmb_off(slot) + size > dev->peer_win_size)
 		return -EPROTO;
 	conn->peer_slot = slot;
 	conn->peer_token = be32_to_cpu(peer->token);
 	conn->peer_rmb_size = size;
-	conn->peer_rmb_off = NTBSMC_RMB_OFFSET + (size_t)slot * NTBSMC_RMB_UNIT;
+	conn->peer_rmb_off = ntbsmc_rmb_off(slot);
 	conn->peer_rmb = dev->peer_win + conn->peer_rmb_off;
-	conn->tx_ctl = dev->peer_win + NTBSMC_SLOT_OFFSET + slot * sizeof(struct ntbsmc_slot);
+	conn->tx_ctl = dev->peer_win + ntbsmc_ctl_off(slot);
 	/* Fresh control block for the peer: cursors first, the token that makes
 	 * them current last. */
 	writeq(0, &conn->tx_ctl->prod);

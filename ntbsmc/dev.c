@@ -706,9 +706,11 @@ void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn)
 	spin_lock_irqsave(&dev->slot_lock, flags);
 	/* A slot of an older epoch was released when the link went down. */
 	if (rcu_access_pointer(dev->conns[conn->my_slot]) == conn) {
+		unsigned int units = conn->rmb_size / NTBSMC_RMB_UNIT;
+
 		RCU_INIT_POINTER(dev->conns[conn->my_slot], NULL);
-		bitmap_clear(dev->slot_map, conn->my_slot, conn->rmb_size / NTBSMC_RMB_UNIT);
-		dev->free_units += conn->rmb_size / NTBSMC_RMB_UNIT;
+		bitmap_clear(dev->slot_map, conn->my_slot, units);
+		dev->free_units += units;
 		dev->rmbs--;
 	}
 	/* Never after ntbsmc_remove(): the work must not outlive the device. */

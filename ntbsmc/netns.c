@@ -13,8 +13,8 @@ static int one = 1;
 static int max_timeout_ms = 60000;
 static int min_timeout_ms = 100;
 static int max_busy_poll_us = 100000;
-static int min_rmb_kb = 16;
-static int max_rmb_kb = 4096;
+static int min_rmb_kb = NTBSMC_RMB_UNIT >> 10;
+static int max_rmb_kb = NTBSMC_RMB_MAX >> 10;
 static int max_idle_ms = 24 * 3600 * 1000;
 static int max_int = INT_MAX;
 

@@ -68,6 +68,17 @@ struct ntbsmc_slot {
 static_assert(sizeof(struct ntbsmc_win_hdr) <= NTBSMC_SLOT_OFFSET);
 static_assert(sizeof(struct ntbsmc_slot) == 64);
 
+/* Where slot @slot's control block and RMB are in a window: the layout at the top. */
+static inline size_t ntbsmc_ctl_off(u32 slot)
+{
+	return NTBSMC_SLOT_OFFSET + (size_t)slot * sizeof(struct ntbsmc_slot);
+}
+
+static inline size_t ntbsmc_rmb_off(u32 slot)
+{
+	return NTBSMC_RMB_OFFSET + (size_t)slot * NTBSMC_RMB_UNIT;
+}
+
 /*
  * Link bring-up through scratchpads (written into the peer's, read from ours), so
  * that hardware without message registers (PEX-8749) works. The epoch is written
