@@ -30,6 +30,10 @@
  * doorbell register; the receiving side's interrupt handler turns changed counters
  * into pending bits. Pending bits, the mask and the "seen" counters are local
  * state, so a bit rung while masked stays pending and is delivered on unmask.
+ * Likewise a bit rung before this side reports the link up stays pending until
+ * it does: on hardware a doorbell cannot cross a link that is down, and clients
+ * drop a command from a peer whose link they do not see up (ntb_perf does, and
+ * then waits forever for its next command to be taken).
  *
  * Link: each side publishes a heartbeat, a presence flag and its link-enable flag.
  * The link is up while both sides are present and enabled and the peer's heartbeat
@@ -262,6 +266,9 @@ static void ivs_link_report(struct ivs_dev *ivs, bool up)
 		return;
 	dev_info(&ivs->pdev->dev, "link %s\n", up ? "up" : "down");
 	ntb_link_event(&ivs->ntb);
+	/* Doorbells the peer rang while our side was still training. */
+	if (up)
+		irq_work_queue(&ivs->db_redeliver);
 }
 
 /*
@@ -486,6 +493,8 @@ static void ivs_db_deliver(struct ivs_dev *ivs, unsigned int vec, bool scan)
 		}
 	}
 	fire = ivs->db_pending & ~ivs->db_mask & vmask;
+	if (!READ_ONCE(ivs->link_up))
+		fire = 0;	/* held until ivs_link_report(true) */
 	spin_unlock_irqrestore(&ivs->db_lock, flags);
 
 	if (fire)
