@@ -344,6 +344,16 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 	conn_maybe_release(conn);
 }
 
+static u32 conn_space(struct ntbsmc_conn *conn)
+{
+	return conn->peer_rmb_size - (u32)(conn->tx_prod - READ_ONCE(conn->peer_cons));
+}
+
+static u32 conn_avail(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->peer_prod) - conn->rx_cons;
+}
+
 /* Sets or clears one of our "want" flags; with a flush, so that the peer sees it
  * before we look at its cursors again. */
 static void conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
@@ -365,6 +375,19 @@ static void conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+/*
+ * We make progress without the peer's doorbell: it need not ring us while we copy.
+ * Another thread may sleep on the same condition (poll) relying on the flag; it
+ * is woken to look again, and asks anew if it still has to wait.
+ */
+static void conn_unwant(struct sock *sk, struct ntbsmc_conn *conn, u32 flag)
+{
+	if (!(READ_ONCE(conn->my_flags) & flag))
+		return;
+	conn_want(conn, flag, false);
+	conn_wake(sk);
 }
 
 /* After a cursor update: ring the peer only if it said it waits for one. */
@@ -411,16 +434,6 @@ void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (post)
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
-}
-
-static u32 conn_space(struct ntbsmc_conn *conn)
-{
-	return conn->peer_rmb_size - (u32)(conn->tx_prod - READ_ONCE(conn->peer_cons));
-}
-
-static u32 conn_avail(struct ntbsmc_conn *conn)
-{
-	return READ_ONCE(conn->peer_prod) - conn->rx_cons;
 }
 
 static bool conn_peer_done(struct ntbsmc_conn *conn)
@@ -568,6 +581,7 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 				break;
 			continue;
 		}
+		conn_unwant(sk, conn, NTBSMC_F_WANT_SPACE);
 		if (path != NTBSMC_TX_CPU) {
 			rc = ntbsmc_dma_send(conn, msg, n, path == NTBSMC_TX_ZC);
 			if (rc < 0) {
@@ -582,6 +596,7 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			}
 			path = NTBSMC_TX_CPU;	/* no channel (any more), no memory */
 		}
+		n = min_t(u32, n, NTBSMC_CHUNK);
 		err = conn_send_cpu(sk, conn, msg, n);
 		if (err)
 			break;
@@ -593,8 +608,6 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	/* The engine may still be reading the caller's pages. */
 	if (zc_sent)
 		ntbsmc_dma_wait(conn, conn->seg_tail);
-	if (conn->my_flags & NTBSMC_F_WANT_SPACE && conn_space(conn))
-		conn_want(conn, NTBSMC_F_WANT_SPACE, false);
 	if (copied) {
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_TX_BYTES, copied);
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
@@ -623,7 +636,7 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 {
 	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
 	int target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
-	bool peek = flags & MSG_PEEK;
+	bool peek = flags & MSG_PEEK, told = true;
 	size_t copied = 0;
 	int err = 0, idx;
 	u32 avail, n;
@@ -636,7 +649,8 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			break;
 		avail = conn_avail(conn) - (peek ? copied : 0);
 		if (avail) {
-			n = min_t(size_t, avail, len - copied);
+			conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
+			n = min_t(size_t, min_t(size_t, avail, len - copied), NTBSMC_CHUNK);
 			idx = srcu_read_lock(&ntbsmc_srcu);
 			if (!conn_link_ok(conn)) {
 				srcu_read_unlock(&ntbsmc_srcu, idx);
@@ -653,12 +667,18 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			if (err)
 				break;
 			copied += n;
-			if (!peek) {
-				conn->rx_bytes += n;
+			if (peek)
+				continue;
+			conn->rx_bytes += n;
+			/*
+			 * A writer waiting for space hears of it once a quarter of
+			 * the buffer is free, and when we stop reading: not for
+			 * every chunk, each ring would cost it a wakeup for a
+			 * chunk's worth of space (TCP's silly window avoidance).
+			 */
+			told = conn_avail(conn) <= conn->rmb_size - conn->rmb_size / 4;
+			if (told)
 				conn_notify(conn, NTBSMC_F_WANT_SPACE);
-			}
-			if (copied >= target)
-				break;
 			continue;
 		}
 		if (copied >= target || conn_peer_done(conn) ||
@@ -668,8 +688,8 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		if (err)
 			break;
 	}
-	if (copied && (conn->my_flags & NTBSMC_F_WANT_DATA))
-		conn_want(conn, NTBSMC_F_WANT_DATA, false);
+	if (!told)
+		conn_notify(conn, NTBSMC_F_WANT_SPACE);
 	if (copied) {
 		if (!peek)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, copied);

@@ -649,7 +649,7 @@ int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc
 	if (conn->seg_tail - READ_ONCE(conn->seg_head) >= NTBSMC_TX_SEGS)
 		ntbsmc_dma_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
 
-	len = min3(n, conn->peer_rmb_size - off, (u32)NTBSMC_DMA_CHUNK);
+	len = min3(n, conn->peer_rmb_size - off, (u32)NTBSMC_CHUNK);
 	seg = seg_at(conn, conn->seg_tail);
 	memset(seg, 0, offsetof(struct ntbsmc_txseg, pages));
 	seg->conn = conn;

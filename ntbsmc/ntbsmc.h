@@ -228,11 +228,16 @@ void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod);
 void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn);
 void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn);
 
+/*
+ * Most bytes copied into the peer's buffer, or out of ours, before the cursor over
+ * them is published: the other side works on one chunk while the next is copied.
+ */
+#define NTBSMC_CHUNK		SZ_64K
+
 /* ---- dma.c: DMA writes into the peer's buffer, zero-copy sends ---- */
 
 #define NTBSMC_TX_SEGS		64		/* writes in flight per connection */
-#define NTBSMC_DMA_CHUNK	SZ_64K		/* most one segment carries */
-#define NTBSMC_ZC_PAGES		(NTBSMC_DMA_CHUNK / PAGE_SIZE + 1)
+#define NTBSMC_ZC_PAGES		(NTBSMC_CHUNK / PAGE_SIZE + 1)	/* a segment is a chunk */
 
 enum ntbsmc_tx_path { NTBSMC_TX_CPU, NTBSMC_TX_DMA, NTBSMC_TX_ZC };
 
