@@ -1221,6 +1221,64 @@ static int t_peek(struct ctx *c)
 	return sync_send(c, "done");
 }
 
+/*
+ * A read takes everything already there, up to its size, as TCP's does: not
+ * one chunk of it. What is there is what SIOCINQ reports once it stops growing
+ * (TCP's window may hold back part of the 256 KiB; a 1 MiB NTB buffer holds it
+ * all).
+ */
+static int t_read_all(struct ctx *c)
+{
+	static uint8_t exp[256 * 1024], got[1024 * 1024];
+	struct tconn *t;
+	int fd, inq, last = -1;
+	double end, steady = 0;
+	size_t off;
+	ssize_t r;
+
+	fd = data_conn(c);
+	if (fd < 0)
+		return R_FAIL;
+	gen_bytes(0x7001, 0, exp, sizeof(exp));
+	if (!c->srv) {
+		if (send_all(c, fd, exp, sizeof(exp), "read_all data"))
+			return R_FAIL;
+		return sync_wait(c, "done", NULL, 0);
+	}
+	end = now_ms() + 10000;
+	for (;;) {
+		if (ioctl(fd, SIOCINQ, &inq))
+			return fail(c, "SIOCINQ: %s", en(errno));
+		if (inq == (int)sizeof(exp))
+			break;
+		if (inq != last) {
+			last = inq;
+			steady = now_ms() + 500;
+		} else if (inq && now_ms() > steady) {
+			break;
+		}
+		if (now_ms() > end)
+			return fail(c, "SIOCINQ still at %d of %zu bytes after 10 s", inq,
+				    sizeof(exp));
+		msleep(5);
+	}
+	t = find_conn(c, fd);
+	if (t && t->ntb && inq != (int)sizeof(exp))
+		return fail(c, "NTB buffer holds %d of the %zu bytes sent", inq, sizeof(exp));
+	r = recv(fd, got, sizeof(got), MSG_DONTWAIT);
+	if (r < inq)
+		return fail(c, "read of %zu with %d bytes there returned %zd (%s)", sizeof(got),
+			    inq, r, r < 0 ? en(errno) : "short");
+	account(c, fd, 0, r);
+	off = r;
+	if (off < sizeof(exp) &&
+	    recv_all(c, fd, got + off, sizeof(exp) - off, "read_all rest"))
+		return R_FAIL;
+	if (memcmp(got, exp, sizeof(exp)))
+		return fail(c, "bytes read differ from the bytes sent");
+	return sync_send(c, "done");
+}
+
 /* MSG_WAITALL waits past the first burst and returns after the second. */
 static int t_waitall(struct ctx *c)
 {
@@ -2420,6 +2478,7 @@ static const struct check checks[] = {
 	{ "bidir",		t_bidir,		30 },
 	{ "iov",		t_iov,			20 },
 	{ "peek",		t_peek,			20 },
+	{ "read_all",		t_read_all,		30 },
 	{ "waitall",		t_waitall,		20 },
 	{ "dontwait",		t_dontwait,		30 },
 	{ "rcvtimeo",		t_rcvtimeo,		20 },
