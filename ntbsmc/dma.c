@@ -279,23 +279,33 @@ static void seg_done(struct ntbsmc_txseg *seg)
 	struct ntbsmc_conn *conn = seg->conn;
 	unsigned int retired = 0;
 	unsigned long flags;
+	bool wake = false;
+	u32 head;
 
 	/* seg_work() may drop the ring's reference once we unlock */
 	rcu_read_lock();
 	spin_lock_irqsave(&conn->lock, flags);
 	seg->state = SEG_DONE;
 	if (seg == seg_at(conn, conn->seg_head)) {
+		head = conn->seg_head;
 		if (!seg->error)
 			retired = seg_retire_done_locked(conn);
+		/*
+		 * The sender waits (ntbsmc_dma_wait()) for the ring to drain or for
+		 * an entry of a full one: waking it for every segment would cost
+		 * it a context switch per 64 KiB.
+		 */
+		wake = retired && (conn->seg_head == conn->seg_tail ||
+				   conn->seg_tail - head >= NTBSMC_TX_SEGS);
 		if (conn->seg_head == conn->seg_tail ||
 		    seg_at(conn, conn->seg_head)->state == SEG_DONE)
 			seg_kick_locked(conn, 0);	/* drained, or one to redo */
 	}
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (retired) {
+	if (retired)
 		ntbsmc_conn_notify_data(conn);
+	if (wake)
 		wake_up(&conn->tx_wq);
-	}
 	rcu_read_unlock();
 }
 
@@ -598,10 +608,15 @@ out:
 	}
 }
 
-/* Waits until segments before @upto retired; bounded by the DMA timeout. */
+/*
+ * Waits until segments before @upto retired; bounded by the DMA timeout. @upto is
+ * the ring's tail (drained) or makes one entry of a full ring free: seg_done()
+ * wakes for nothing else.
+ */
 void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto)
 {
 	might_sleep();
+	WARN_ON_ONCE(upto != conn->seg_tail && upto != conn->seg_tail - NTBSMC_TX_SEGS + 1);
 	wait_event(conn->tx_wq, (s32)(READ_ONCE(conn->seg_head) - upto) >= 0);
 }
 
