@@ -85,14 +85,14 @@ inns() {
 	"${ns[@]}" "$@"
 }
 
-# nap: sleeps 50 ms without starting a process (process start-up costs ~100 ms
-# under emulation): a read that times out on a FIFO nobody writes.
+# nap [SECONDS]: sleeps (50 ms) without starting a process (process start-up
+# costs ~100 ms under emulation): a read that times out on a FIFO nobody writes.
 _nap_fifo=$WORK/.nap.$$
 nap() {
 	if [ -z "${_nap_fd:-}" ]; then
 		mkfifo "$_nap_fifo" && exec {_nap_fd}<>"$_nap_fifo" && rm -f "$_nap_fifo"
 	fi
-	read -r -t 0.05 -u "$_nap_fd" _ || true
+	read -r -t "${1:-0.05}" -u "$_nap_fd" _ || true
 }
 
 now_us() { echo $((${EPOCHREALTIME/./})); }
@@ -128,10 +128,19 @@ wait_for() {
 	done
 }
 
-# barrier NAME: both roles reach NAME before either goes on.
+# barrier NAME: both roles reach NAME before either goes on. Past half a second
+# it looks every 0.4 s: a look costs the guest a 9p round trip and some ms of
+# bash under emulation, and a long wait is usually the peer's measurement,
+# running on the same CPUs (one VM) or needing this VM's only one (two VMs).
 barrier() {
+	local end=$(($(now_us) + 120000000)) n=0
 	: >"$SYNC/$ROLE.$1"
-	wait_for 120 "$PEER to reach barrier '$1'" test -e "$SYNC/$PEER.$1"
+	until test -e "$SYNC/$PEER.$1"; do
+		[ "$(now_us)" -lt "$end" ] ||
+			fail "timed out after 120s waiting for $PEER to reach barrier '$1'"
+		n=$((n + 1))
+		if [ $n -le 10 ]; then nap; else nap 0.4; fi
+	done
 }
 
 # put NAME VALUE / get NAME: hand a value to the peer through the sync directory.
