@@ -175,9 +175,9 @@ static bool sdma_copy(struct sdma_chan *sc, struct sdma_desc *d, size_t limit, b
 		/*
 		 * Non-temporal stores, as an engine's writes bypass the CPU's
 		 * caches; wmb() in sdma_work() orders them. Not plain memcpy():
-		 * the test kernel is built for size, and gcc then inlines it as
-		 * "rep movsb", which TCG runs a byte per step (~490 MB/s against
-		 * ~4 GB/s for 8-byte moves): the engine would be the bottleneck.
+		 * in a kernel built for size gcc inlines it as "rep movsb",
+		 * which TCG runs a byte per step (~490 MB/s against ~4 GB/s for
+		 * 8-byte moves): the engine would be the bottleneck.
 		 */
 		memcpy_flushcache(dst, src, m);
 		if (garble)
