@@ -5,7 +5,6 @@
 #     concurrent one finishes intact over NTB
 #   - the link going down under a connection: reset within a bound; TCP while it
 #     is down; NTB again once it is back
-# Not in make check's suite yet: see README ("Status").
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
@@ -24,11 +23,15 @@ port=6100
 P=/sys/module/ntbsmc/parameters
 
 # A hostile window writer: host b's send on one connection publishes an impossible
-# cursor; that connection is reset, a concurrent one finishes intact over NTB.
+# cursor; that connection is reset, a concurrent one finishes intact over NTB. The
+# healthy one is held open until the hostile one is over, so that it is there to
+# be seen however fast its bytes go, and its orderly close afterwards shows that
+# the reset left it alone.
 good=$((port + 1)) bad=$((port + 2))
 port=$((port + 2))
+release=$SYNC/good-release
 if [ "$ROLE" = a ]; then
-	inns "$XFER" server "$MY_IP" $good --ulp >$WORK/good.json &
+	inns "$XFER" server "$MY_IP" $good --ulp --hold $release >$WORK/good.json &
 	g=$!
 	inns "$XFER" server "$MY_IP" $bad --ulp --allow-reset >$WORK/bad.json &
 	b=$!
@@ -46,11 +49,13 @@ if [ "$ROLE" = a ]; then
 	check "hostile connection not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
 else
 	barrier hostile-listening
-	inns "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 >$WORK/good.json &
+	inns "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 --hold $release \
+		>$WORK/good.json &
 	g=$!
 	wait_for 90 "the healthy connection over NTB" ntb_conn_to $good
 	echo $bad >$P/fault_cursor_port
 	inns "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
+	touch $release
 	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
 	log "hostile (sender side): $(tail -1 $WORK/bad.json)"
 fi
@@ -75,7 +80,7 @@ if [ "$ROLE" = a ]; then
 	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 else
 	barrier down-listening
-	inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 1073741824 \
+	inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 17179869184 \
 		>$WORK/down.json &
 	cli=$!
 	wait_for 90 "the connection over NTB" ntb_conn_to $port
