@@ -34,40 +34,23 @@ vm_start a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
 vm_wait a
 vm_cleanup
 
-# Between VMs the copy paths are measured in a boot of their own, where the
-# sending VM has a second vCPU: the software engine's copy must run on a CPU
-# other than the sender's, as a hardware engine's does, or the DMA path's
-# throughput is the sender's own CPU shared with the engine's worker.
-TWOVM_TESTS=() DMA_TESTS=()
-for t in "${BENCH_TESTS[@]}"; do
-	case $t in
-	bench/dma.sh) DMA_TESTS+=("$t") ;;
-	*) TWOVM_TESTS+=("$t") ;;
-	esac
-done
-twovm_boot() {
-	local name=$1 vcpus_a=$2
-	shift 2
-	RUN=$TOP/$name
-	mkdir -p "$RUN"
-	echo "# bench: two VMs ($vcpus_a vCPU(s) in the sender's, 1 in the receiver's)"
-	vm_server fabric || exit 1
-	job a twovm a "$@"
-	job b twovm b "$@"
-	vm_start_pair "$vcpus_a"
-	vm_wait a b
-	vm_cleanup
-}
-[ ${#TWOVM_TESTS[@]} = 0 ] || twovm_boot twovm 1 "${TWOVM_TESTS[@]}"
-[ ${#DMA_TESTS[@]} = 0 ] || twovm_boot twovm-dma 2 "${DMA_TESTS[@]}"
+RUN=$TOP/twovm
+mkdir -p "$RUN"
+echo "# bench: two VMs"
+vm_server fabric || exit 1
+job a twovm a "${BENCH_TESTS[@]}"
+job b twovm b "${BENCH_TESTS[@]}"
+vm_start_pair
+vm_wait a b
+vm_cleanup
 
 echo
 echo "ntbsmc bench ($(nproc) host cores, QEMU TCG, non-debug guest kernel)"
-printf '%-9s %-52s %s\n' topology measurement value
-for t in onevm twovm twovm-dma; do
+printf '%-8s %-52s %s\n' topology measurement value
+for t in onevm twovm; do
 	grep -h "^# \[a .*\] bench: " "$TOP/$t"/tap.a 2>/dev/null |
 		sed 's/^# \[a [0-9.]*\] bench: //' | while IFS='|' read -r what val; do
-			printf '%-9s %-52s %s\n' "$t" "$what" "$val"
+			printf '%-8s %-52s %s\n' "$t" "$what" "$val"
 		done
 done
 fails=$(grep -h "^not ok" "$TOP"/*/tap.* 2>/dev/null)

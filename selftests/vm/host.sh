@@ -88,19 +88,18 @@ vm_start() {
 	eval "_qemu_$vm=$!"
 }
 
-# vm_start_pair [VCPUS_A]: boots VMs a and b (one vCPU each, so that two VMs do
-# not oversubscribe the host; a may get more) on the two ports of fabric "fabric",
-# joined by virtio-net over loopback.
+# vm_start_pair: boots VMs a and b (one vCPU each, so that two VMs do not
+# oversubscribe the host) on the two ports of fabric "fabric", joined by virtio-net
+# over loopback.
 vm_start_pair() {
-	local netport smp_a=${1:-1}
-	local VM_SMP=$smp_a
+	local netport
+	local VM_SMP=1
 	netport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	# distinct MACs: QEMU would give both NICs its one default address
 	vm_start a $(vm_ntb_port fabric 0) \
 		-netdev "socket,id=n0,listen=127.0.0.1:$netport" \
 		-device virtio-net-pci,netdev=n0,mac=52:54:00:4e:54:0a
 	sleep 1
-	VM_SMP=1
 	vm_start b $(vm_ntb_port fabric 0) \
 		-netdev "socket,id=n0,connect=127.0.0.1:$netport" \
 		-device virtio-net-pci,netdev=n0,mac=52:54:00:4e:54:0b
