@@ -100,6 +100,14 @@ static double now(void)
 }
 
 /*
+ * Both directions' threads may fail at once. The first to get here reports and
+ * ends the process; the lock is never released, so a second one waits for the
+ * end. _exit(): exit() would flush stdout without its lock, and with it a line
+ * another thread is halfway through.
+ */
+static pthread_mutex_t end_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
  * A connection-ending error: with --allow-reset a reset or timeout is reported as
  * the outcome (exit 0), anything else fails.
  */
@@ -107,18 +115,23 @@ static void __attribute__((noreturn)) conn_error(const char *what, int err)
 {
 	bool reset = err == ECONNRESET || err == EPIPE || err == ETIMEDOUT ||
 		     err == EAGAIN || err == ECONNABORTED;
+	double secs = connected_at ? now() - connected_at : 0.0;
 
+	pthread_mutex_lock(&end_lock);
 	printf("{\"outcome\": \"%s\", \"error\": \"%s\", \"during\": \"%s\", \"secs\": %.3f}\n",
-	       reset ? "reset" : "error", strerrorname_np(err) ?: "?", what,
-	       connected_at ? now() - connected_at : 0.0);
+	       reset ? "reset" : "error", strerrorname_np(err) ?: "?", what, secs);
 	fflush(stdout);
-	exit(opt.allow_reset && reset ? 0 : 1);
+	_exit(opt.allow_reset && reset ? 0 : 1);
 }
 
 static void __attribute__((noreturn)) die(const char *what)
 {
-	fprintf(stderr, "xfer: %s: %s\n", what, strerror(errno));
-	exit(1);
+	int err = errno;
+
+	pthread_mutex_lock(&end_lock);
+	fprintf(stderr, "xfer: %s: %s\n", what, strerror(err));
+	fflush(stdout);
+	_exit(1);
 }
 
 /* splitmix64: word K of the stream named by SEED. */
