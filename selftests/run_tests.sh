@@ -92,7 +92,17 @@ bash $REPO/selftests/vm/guest-run.sh $* >/run/out/tap.$vm
 JOB
 }
 
-# check_boot BOOT VM...: turns a finished boot's outputs into results.
+# failed_output TAPFILE...: the "# " lines of each failed test, then its "not ok".
+failed_output() {
+	local t
+	for t in "$@"; do
+		[ -e "$t" ] || continue
+		awk '/^# /{buf = buf $0 "\n"; next} /^not ok/{printf "%s", buf; print} /^ok/{buf = ""}' "$t"
+	done | sed 's/^not ok/# (failed:) not ok/'
+}
+
+# check_boot BOOT VM...: turns a finished boot's outputs into results, and prints
+# at once what its failed tests said (a run cut short still shows why).
 check_boot() {
 	local boot=$1 vm line taps=()
 	shift
@@ -114,6 +124,9 @@ check_boot() {
 		{ echo "$splats"; vm_splat_context "${logs[@]}"; } | sed 's/^/# /' >"$RUN/splats"
 		record "not ok $boot/kernel_logs_clean # kernel splat in a guest log"
 	fi
+	local out
+	out=$(failed_output "${taps[@]}")
+	[ -z "$out" ] || printf '# %s: failed tests\n%s\n' "$boot" "$out"
 }
 
 # onevm_boot PROFILE: one VM, two hosts in namespaces.
@@ -235,10 +248,8 @@ for r in "${results[@]}"; do
 	esac
 done
 cat "$TOP"/*/splats 2>/dev/null
-# The failing tests' own output, then the measured figures
-for t in "$TOP"/*/tap.*; do
-	awk '/^# /{buf = buf $0 "\n"; next} /^not ok/{printf "%s", buf; print} /^ok/{buf = ""}' "$t"
-done | sed 's/^not ok/# (failed:) not ok/'
+# The failing tests' own output again, next to the summary, then the figures
+failed_output "$TOP"/*/tap.*
 grep -h 'figure:' "$TOP"/*/tap.* 2>/dev/null
 echo "# guest logs: $TOP"
 [ "$i" -gt 0 ] || { echo "run_tests: no results at all" >&2; failn=1; }
