@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # make bench, DMA part: ntbsmc streams with each copy path into the peer's 1 MiB
 # buffer, side by side in one run: CPU copy, DMA from a kernel copy, zero-copy DMA from the
-# sender's pages (4 KiB pages, and transparent huge pages: physically contiguous,
-# so one descriptor per 64 KiB segment), at 4 KiB, 64 KiB and 1 MiB writes. Throughput and the sender's
+# sender's pages (a written buffer, and one that asks for transparent huge pages:
+# the line says what share got them), at 4 KiB, 64 KiB and 1 MiB writes. Throughput and the sender's
 # own CPU time per GiB sent; the engine is soft_dma, whose copies run on a CPU
 # too (another thread's), so what DMA saves here is the sender's time. The share
 # of the bytes each path actually carried comes from the namespace's counters.
@@ -52,7 +52,7 @@ for path in cpu dma zerocopy zerocopy-huge; do
 		z=$(($(ntb_stat zc_bytes) - z0)) all=$((c + d))
 		[ $all -gt 0 ] || all=1
 		bench "ntbsmc $path ${w}B writes: MB/s, sender CPU s/GiB" \
-		      "$(echo "$out" | awk '{print $3 ", " $6}') [$(echo "$out" | awk '{print $NF}'), cpu $((100 * c / all))% dma $((100 * (d - z) / all))% zc $((100 * z / all))%]"
+		      "$(echo "$out" | awk '{print $3 ", " $6}') [$(echo "$out" | awk '{print $NF}'), cpu $((100 * c / all))% dma $((100 * (d - z) / all))% zc $((100 * z / all))%$(echo "$out" | sed -n 's/.* huge \(-\?[0-9]*%\) .*/, on huge pages \1/p')]"
 	done
 done
 dma_paths 65536 262144
