@@ -8,12 +8,12 @@
  *   nbench client [--ulp] ADDR PORT crr SECONDS
  *
  * stream: one connection, the client writes WRITE_SIZE blocks for SECONDS; prints
- * MB/s as the server counted them and the writer's CPU time per GiB; --huge writes
- * from a buffer on transparent huge pages (physically contiguous 2 MiB) and says
- * what share of it THP could put on them ("huge N%"). rr: 1-byte
- * ping-pong COUNT times; prints median and p99 round trip in us. crr: connect,
- * 1-byte request/response, close, for SECONDS; prints connections per second. Every result line also says the mode
- * the (last) connection ran in ("ntb" or "tcp:<reason>").
+ * MB/s as the server counted them and the writer's CPU time per GiB; --huge asks
+ * for transparent huge pages (physically contiguous 2 MiB) for the buffer it writes
+ * from and says what share of it got them ("huge N%"). rr: 1-byte ping-pong COUNT
+ * times; prints median and p99 round trip in us. crr: connect, 1-byte
+ * request/response, close, for SECONDS; prints connections per second. Every result
+ * line also says the mode the (last) connection ran in ("ntb" or "tcp:<reason>").
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -194,7 +194,8 @@ static char *stream_buffer(size_t wsize)
 		len = (wsize + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
 		if (posix_memalign(&buf, HUGE_SZ, len))
 			return NULL;
-		madvise(buf, len, MADV_HUGEPAGE);
+		if (madvise(buf, len, MADV_HUGEPAGE))
+			fprintf(stderr, "nbench: madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
 	} else {
 		buf = malloc(len);
 		if (!buf)
