@@ -162,9 +162,9 @@ static double now_ms(void)
  * The kernel counts socket timeouts (SO_RCVTIMEO, SO_SNDTIMEO) in jiffies. In the
  * two-vCPU TCG guest, jiffies once went 200 ms while CLOCK_MONOTONIC went 93 ms
  * (times() against clock_gettime() every 2 ms for 150 s), so even a plain TCP
- * socket's 200 ms timeout can end early by CLOCK_MONOTONIC. A
- * timeout's lower bound is checked in the clock the kernel counts it in, jiffies,
- * which times() gives in clock ticks; its upper bound in CLOCK_MONOTONIC.
+ * socket's 200 ms timeout can end early by CLOCK_MONOTONIC. A timeout's lower
+ * bound is checked in the clock the kernel counts it in, jiffies, which times()
+ * gives in clock ticks; its upper bound in CLOCK_MONOTONIC.
  */
 struct stamp {
 	double ms;		/* CLOCK_MONOTONIC */
