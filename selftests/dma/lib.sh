@@ -55,3 +55,10 @@ paths_case() {
 sent_by() {
 	jfield "$out" "ntb_${1}_bytes"
 }
+
+# engine_bytes: the bytes of the descriptors soft_dma ran since it was loaded.
+engine_bytes() {
+	local bytes rest
+	read -r bytes rest <"$SOFT_DMA/busy"
+	echo "$bytes"
+}

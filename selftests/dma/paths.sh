@@ -37,9 +37,13 @@ carried() {
 }
 
 dma_paths 4096 0
+e0=$(engine_bytes)
 paths_case staged "--bytes $B --write-size 65536 --both"
 check "a DMA channel is attached to $NTB: $(dma_chan)" [ "$(dma_chan)" != null ]
 carried staged dma $B
+# the engine's own count: it ran those bytes (in one VM it serves both hosts)
+ran=$(($(engine_bytes) - e0))
+check "staged: soft_dma ran $ran bytes for the $B sent by DMA" [ "$ran" -ge "$B" ]
 check "staged: nothing zero-copy: $(sent_by zc)" [ "$(sent_by zc)" = 0 ]
 
 paths_case staged_v6_odd "-6 --bytes $B --write-size 100003 --offset 3"

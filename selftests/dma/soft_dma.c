@@ -9,6 +9,9 @@
  *   latency_us  each descriptor completes no earlier than this after it was issued
  *   fail_nth    the Nth descriptor processed from now fails: it writes half of its
  *               bytes, garbled, and completes with DMA_TRANS_WRITE_FAILED
+ *   busy        (read only) "BYTES COPY_NS CALLBACK_NS" since loading: the bytes
+ *               of the descriptors run, the CPU time spent copying them (what a
+ *               hardware engine takes off the CPUs) and in the clients' callbacks
  *
  * The channels belong to a platform device the module creates; unbinding it
  * (echo soft_dma > /sys/bus/platform/drivers/soft_dma/unbind) is the engine going
@@ -75,6 +78,21 @@ static const struct kernel_param_ops fail_nth_ops = {
 };
 module_param_cb(fail_nth, &fail_nth_ops, NULL, 0644);
 MODULE_PARM_DESC(fail_nth, "Fail the Nth descriptor processed from now (0: none); reads how many remain");
+
+static atomic64_t busy_bytes, busy_copy_ns, busy_cb_ns;
+
+static int busy_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%lld %lld %lld\n", (long long)atomic64_read(&busy_bytes),
+			  (long long)atomic64_read(&busy_copy_ns),
+			  (long long)atomic64_read(&busy_cb_ns));
+}
+
+static const struct kernel_param_ops busy_ops = {
+	.get = busy_get,
+};
+module_param_cb(busy, &busy_ops, NULL, 0444);
+MODULE_PARM_DESC(busy, "Bytes copied, ns copying, ns in callbacks, since loading");
 
 struct sdma_desc {
 	struct dma_async_tx_descriptor tx;
@@ -241,6 +259,8 @@ static void sdma_work(struct work_struct *work)
 	struct sdma_chan *sc = container_of(work, struct sdma_chan, work);
 	enum dmaengine_tx_result r;
 	struct sdma_desc *d;
+	u64 start, now;
+
 	for (;;) {
 		spin_lock_irq(&sc->lock);
 		d = list_first_entry_or_null(&sc->issued, struct sdma_desc, node);
@@ -258,6 +278,7 @@ static void sdma_work(struct work_struct *work)
 			sdma_complete(sc, d, DMA_TRANS_ABORTED);
 			continue;
 		}
+		start = ktime_get_ns();
 		/* 0 exactly when the countdown was 1 */
 		if (atomic_dec_if_positive(&fail_countdown) == 0) {
 			sdma_copy(sc, d, d->len / 2, true);
@@ -269,7 +290,11 @@ static void sdma_work(struct work_struct *work)
 		/* The client publishes what we wrote, from another CPU: make the
 		 * write-combined stores globally visible before saying done. */
 		wmb();
+		atomic64_add(d->len, &busy_bytes);
+		now = ktime_get_ns();
+		atomic64_add(now - start, &busy_copy_ns);
 		sdma_complete(sc, d, r);
+		atomic64_add(ktime_get_ns() - now, &busy_cb_ns);
 	}
 }
 
