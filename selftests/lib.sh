@@ -128,16 +128,18 @@ wait_for() {
 	done
 }
 
-# barrier NAME: both roles reach NAME before either goes on. Past half a second
-# it looks every 0.4 s: a look costs the guest a 9p round trip and some ms of
-# bash under emulation, and a long wait is usually the peer's measurement,
-# running on the same CPUs (one VM) or needing this VM's only one (two VMs).
+# barrier NAME [SECONDS]: both roles reach NAME before either goes on; fails after
+# SECONDS (120) of waiting for the peer. Past half a second it looks every 0.4 s:
+# a look costs the guest a 9p round trip and some ms of bash under emulation, and
+# a long wait is usually the peer's measurement, running on the same CPUs (one
+# VM) or needing this VM's only one (two VMs).
 barrier() {
-	local end=$(($(now_us) + 120000000)) n=0
+	local secs=${2:-120} n=0
+	local end=$(($(now_us) + secs * 1000000))
 	: >"$SYNC/$ROLE.$1"
 	until test -e "$SYNC/$PEER.$1"; do
 		[ "$(now_us)" -lt "$end" ] ||
-			fail "timed out after 120s waiting for $PEER to reach barrier '$1'"
+			fail "timed out after ${secs}s waiting for $PEER to reach barrier '$1'"
 		n=$((n + 1))
 		if [ $n -le 10 ]; then nap; else nap 0.4; fi
 	done

@@ -36,7 +36,8 @@ if [ "$ROLE" = b ]; then
 	inns "$NB" server --ulp "$SRV" "$port" &
 	wait_for 60 "nbench server" pid_listening $! "$port"
 	barrier dma-up
-	barrier dma-done
+	# 28 streams of 5 s and the tools between them: three to four minutes
+	barrier dma-done 900
 	kill %1 2>/dev/null
 	wait 2>/dev/null
 	exit 0
@@ -66,7 +67,8 @@ stream() {
 	esac
 	c0=$(ntb_stat cpu_bytes) d0=$(ntb_stat dma_bytes) z0=$(ntb_stat zc_bytes)
 	read -r eb0 ec0 ecb0 <"$SOFT_DMA/busy"
-	out=$(inns "$NB" client --ulp $opt "$SRV" "$port" stream "$w" "$SECS")
+	out=$(inns "$NB" client --ulp $opt "$SRV" "$port" stream "$w" "$SECS") ||
+		fail "nbench: $path stream of ${w}B writes failed"
 	read -r eb ec ecb <"$SOFT_DMA/busy"
 	mode=$(echo "$out" | awk '{ print $NF }')
 	mbs=$(echo "$out" | awk '{ print $3 }') spg=$(echo "$out" | awk '{ print $6 }')
