@@ -54,9 +54,9 @@ least() {
 	printf '%s\n' "$@" | sort -n | head -1
 }
 
-# stream PATH WRITE_SIZE: one 5 s stream by PATH. Sets mode, mbs, spg (the
-# sender's s/GiB) and huge (its share on huge pages, with --huge), and adds to the
-# path's byte counts by copy path and to the engine's counts while it ran.
+# stream PATH WRITE_SIZE: one 5 s stream by PATH. Sets mode (ntb or tcp), mbs,
+# spg (the sender's s/GiB) and huge (its share on huge pages, with --huge), and
+# adds to the path's byte counts by copy path and to the engine's counts.
 stream() {
 	local path=$1 w=$2 opt= out c0 d0 z0 eb0 ec0 ecb0 eb ec ecb
 	case $path in
@@ -87,11 +87,13 @@ PATHS="cpu dma zerocopy zerocopy-huge"
 for w in 4096 65536 1048576; do
 	rounds=3
 	[ "$w" = 4096 ] && rounds=1
-	declare -A mbs_l=() spg_l=() huge_l=() cpu_b=() dma_b=() zc_b=() eng_b=() eng_copy=() eng_cb=()
+	declare -A mode_l=() mbs_l=() spg_l=() huge_l=() cpu_b=() dma_b=() zc_b=() eng_b=() eng_copy=() eng_cb=()
 	for ((r = 0; r < rounds; r++)); do
 		for path in $PATHS; do
 			stream "$path" "$w"
 			mbs_l[$path]+=" $mbs" spg_l[$path]+=" $spg"
+			# every mode a path's streams ran in, not just the last one's
+			[[ " ${mode_l[$path]} " == *" $mode "* ]] || mode_l[$path]+=" $mode"
 			[ -z "$huge" ] || huge_l[$path]+=" $huge"
 		done
 	done
@@ -105,7 +107,7 @@ for w in 4096 65536 1048576; do
 		runs=
 		[ "$rounds" = 1 ] || runs=", runs$(echo "${mbs_l[$path]}" | sed 's/ /\//g; s/^\// /')"
 		bench "ntbsmc $path ${w}B writes: MB/s, sender CPU s/GiB" \
-		      "$(median ${mbs_l[$path]}), $(median ${spg_l[$path]}) [$mode, $share$engine${huge_l[$path]:+, on huge pages $(least ${huge_l[$path]})}$runs]"
+		      "$(median ${mbs_l[$path]}), $(median ${spg_l[$path]}) [$(echo ${mode_l[$path]} | tr ' ' /), $share$engine${huge_l[$path]:+, on huge pages $(least ${huge_l[$path]})}$runs]"
 	done
 	if [ "$rounds" != 1 ]; then
 		for path in zerocopy zerocopy-huge; do
@@ -116,7 +118,7 @@ for w in 4096 65536 1048576; do
 						printf "%s%.0f%%", (i > 1 ? ", " : ""), 100 * z[i] / c[i] }')"
 		done
 	fi
-	unset mbs_l spg_l huge_l cpu_b dma_b zc_b eng_b eng_copy eng_cb
+	unset mode_l mbs_l spg_l huge_l cpu_b dma_b zc_b eng_b eng_copy eng_cb
 done
 dma_paths 65536 262144
 barrier dma-done
