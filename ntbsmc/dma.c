@@ -25,9 +25,26 @@
  * are rewritten by the CPU. The record lives on while segments reference it.
  */
 
+/*
+ * A zero-copy sender waits, uninterruptibly, for its writes: as long as this at
+ * most. Below the floor a busy engine would be dropped for being busy.
+ */
+#define DMA_TIMEOUT_MIN_MS	10
+#define DMA_TIMEOUT_MAX_MS	60000
+
 static unsigned int dma_timeout_ms = 2000;
-module_param(dma_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(dma_timeout_ms, "A DMA write not completed after this long is redone by the CPU and its channel dropped (default 2000)");
+
+static int dma_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, DMA_TIMEOUT_MIN_MS, DMA_TIMEOUT_MAX_MS);
+}
+
+static const struct kernel_param_ops dma_timeout_ops = {
+	.set = dma_timeout_set,
+	.get = param_get_uint,
+};
+module_param_cb(dma_timeout_ms, &dma_timeout_ops, &dma_timeout_ms, 0644);
+MODULE_PARM_DESC(dma_timeout_ms, "A DMA write not completed after this long is redone by the CPU and its channel dropped, 10-60000 (default 2000)");
 
 struct ntbsmc_dma {
 	struct kref ref;		/* dev->dma's, and one per segment on it */

@@ -64,6 +64,19 @@ failed_case() {
 failed_case failed_staged 0
 failed_case failed_zerocopy 4096
 
+# The timeout takes 10-60000 ms: no instant kill of every channel, no sender held
+# in an uninterruptible wait without a bound. Out of range: refused, value kept.
+if [ "$ROLE" = b ]; then
+	for bad in 0 9 60001 4294967296 -1 abc; do
+		check "dma_timeout_ms=$bad refused" \
+			sh -c "! echo $bad 2>/dev/null >$NTBSMC_PARAMS/dma_timeout_ms"
+	done
+	check "dma_timeout_ms kept: $(cat $NTBSMC_PARAMS/dma_timeout_ms)" \
+		[ "$(cat $NTBSMC_PARAMS/dma_timeout_ms)" = 2000 ]
+	check "dma_timeout_ms=10 taken" sh -c "echo 10 >$NTBSMC_PARAMS/dma_timeout_ms"
+	echo 2000 >$NTBSMC_PARAMS/dma_timeout_ms
+fi
+
 # An engine that stops completing.
 dma_paths 4096 0
 before=$(ntb_stat dma_failed)
