@@ -30,6 +30,10 @@ static const char *const reason_names[__NTBSMC_REASON_MAX] = {
 	[NTBSMC_REASON_DECLINED]	= "declined",
 	[NTBSMC_REASON_DISABLED]	= "disabled",
 	[NTBSMC_REASON_PROTOCOL]	= "protocol",
+	[NTBSMC_REASON_FASTOPEN]	= "fastopen",
+	[NTBSMC_REASON_PEER_CLOSED]	= "peer_closed",
+	[NTBSMC_REASON_DISCONNECTED]	= "disconnected",
+	[NTBSMC_REASON_CONGESTED]	= "congested",
 };
 
 /* As ss(8) spells them; TCP_NEW_SYN_RECV (12) is a request socket ss shows as SYN-RECV. */

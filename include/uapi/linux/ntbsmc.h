@@ -59,6 +59,14 @@ enum ntbsmc_mode {
  * @NTBSMC_REASON_DECLINED: the peer declined; &ntbsmc_info.peer_reason says why
  * @NTBSMC_REASON_DISABLED: ntbsmc is disabled in this network namespace
  * @NTBSMC_REASON_PROTOCOL: the peer sent a malformed handshake message
+ * @NTBSMC_REASON_FASTOPEN: the application sent data in the SYN (TCP Fast Open),
+ *	where the handshake's first message must go
+ * @NTBSMC_REASON_PEER_CLOSED: the peer closed the connection during the handshake
+ * @NTBSMC_REASON_DISCONNECTED: connect(AF_UNSPEC) ended the connection; the
+ *	socket's later connections are plain TCP
+ * @NTBSMC_REASON_CONGESTED: the server had net.ntbsmc.max_handshakes handshakes
+ *	running and answered the SYN without the offer (the client sees
+ *	%NTBSMC_REASON_PEER_NO_OFFER)
  */
 enum ntbsmc_reason {
 	NTBSMC_REASON_NONE,
@@ -73,6 +81,10 @@ enum ntbsmc_reason {
 	NTBSMC_REASON_DECLINED,
 	NTBSMC_REASON_DISABLED,
 	NTBSMC_REASON_PROTOCOL,
+	NTBSMC_REASON_FASTOPEN,
+	NTBSMC_REASON_PEER_CLOSED,
+	NTBSMC_REASON_DISCONNECTED,
+	NTBSMC_REASON_CONGESTED,
 
 	__NTBSMC_REASON_MAX
 };
