@@ -29,6 +29,11 @@ MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized hand
 
 enum { FAULT_NONE, FAULT_TRUNCATED, FAULT_GARBAGE, FAULT_OVERSIZED, FAULT_SLOW, FAULT_VERSION };
 
+/* Test only: a host that offers ntbsmc to this port and then says nothing. */
+static unsigned int fault_silent_port;
+module_param(fault_silent_port, uint, 0644);
+MODULE_PARM_DESC(fault_silent_port, "Test only: client handshakes to this port send nothing and time out (a stalling peer)");
+
 struct clc_io {
 	struct ntbsmc_sock *ctx;
 	struct sock *sk;
@@ -52,20 +57,29 @@ static bool tcp_gone(struct sock *sk)
 }
 
 /*
- * Waits until @want bytes are queued (or TCP failed). Returns 0, -ETIMEDOUT or
- * -ECONNRESET. The data_ready and state_change hooks wake ctx->hs_wq.
+ * Waits until @want bytes are queued (or TCP failed, or our socket closed).
+ * Returns 0, -ETIMEDOUT, -ECONNRESET, or -ESHUTDOWN: the socket closed, or the
+ * peer did (its FIN, with nothing of ours pending: a client that connected
+ * and closed at once, a server that closed the connection). The data_ready and
+ * state_change hooks, and close(), wake ctx->hs_wq.
  */
 static int io_wait(struct clc_io *io, int want)
 {
+	struct sock *sk = io->sk;
 	long left = io->deadline - jiffies;
 
-	if (left <= 0 && tcp_inq(io->sk) < want)
+	if (left <= 0 && tcp_inq(sk) < want)
 		return -ETIMEDOUT;
 	wait_event_timeout(io->ctx->hs_wq,
-			   tcp_inq(io->sk) >= want || tcp_gone(io->sk), max(left, 0L));
-	if (tcp_inq(io->sk) >= want)
+			   tcp_inq(sk) >= want || tcp_gone(sk) || ntbsmc_sock_dead(io->ctx),
+			   max(left, 0L));
+	if (tcp_inq(sk) >= want)
 		return 0;
-	return tcp_gone(io->sk) ? -ECONNRESET : -ETIMEDOUT;
+	if (ntbsmc_sock_dead(io->ctx))
+		return -ESHUTDOWN;
+	if (!tcp_gone(sk))
+		return -ETIMEDOUT;
+	return sock_flag(sk, SOCK_DONE) && !tcp_inq(sk) ? -ESHUTDOWN : -ECONNRESET;
 }
 
 static int io_recv(struct clc_io *io, void *buf, int len, int flags)
@@ -240,15 +254,23 @@ static int clc_attach(struct clc_io *io, struct ntbsmc_conn *conn,
 					       NTBSMC_REASON_PROTOCOL);
 }
 
-/* Ends a handshake that holds @conn: on success it carries the socket's data. */
+/*
+ * Ends a handshake that holds @conn: on success it carries the socket's data. A
+ * socket that closed meanwhile ends it as close() would have: the peer reads
+ * EOF; one that was destroyed resets it.
+ */
 static int clc_finish(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, int rc)
 {
+	int dead;
+
 	if (rc) {
 		ntbsmc_conn_release(conn, true);
 		return rc;
 	}
 	ntbsmc_conn_established(conn);
-	smp_store_release(&ctx->conn, conn);	/* the dump reads it without the socket lock */
+	dead = ntbsmc_sock_set_conn(ctx, conn);
+	if (dead)
+		ntbsmc_conn_release(conn, dead == NTBSMC_SOCK_DESTROYED);
 	return 0;
 }
 
@@ -319,6 +341,11 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 		return READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
 						NTBSMC_REASON_DISABLED;
 	io_init(&io, ctx);
+	if (unlikely(READ_ONCE(fault_silent_port)) &&
+	    ntohs(inet_sk(ctx->sk)->inet_dport) == READ_ONCE(fault_silent_port)) {
+		io_wait(&io, INT_MAX);
+		return NTBSMC_REASON_TIMEOUT;
+	}
 	smc_decline(&hello, NTBSMC_HELLO_ID);
 	rc = io_send(&io, &hello, sizeof(hello));
 	if (rc)

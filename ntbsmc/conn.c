@@ -76,6 +76,13 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	return conn;
 }
 
+/* The link this connection was set up on is still the current one. */
+static bool conn_link_alive(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->dev->state) == NTBSMC_DEV_ACTIVE &&
+	       conn->epoch == READ_ONCE(conn->dev->epoch);
+}
+
 /*
  * Checks the RMB the peer offered in the handshake and points our writes at it.
  * The values come from the peer: nothing is used before it passed here.
@@ -84,13 +91,24 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 {
 	struct ntbsmc_dev *dev = conn->dev;
 	u32 slot = be32_to_cpu(peer->slot), size = be32_to_cpu(peer->size);
+	int idx;
 
-	if (be32_to_cpu(peer->epoch) != dev->peer_epoch)
+	if (be32_to_cpu(peer->epoch) != READ_ONCE(dev->peer_epoch))
 		return -ESTALE;
 	if (slot >= NTBSMC_SLOT_MAX || size < NTBSMC_RMB_UNIT || size > NTBSMC_RMB_MAX ||
 	    !is_power_of_2(size) || slot % (size / NTBSMC_RMB_UNIT) ||
 	    ntbsmc_rmb_off(slot) + size > dev->peer_win_size)
 		return -EPROTO;
+	/*
+	 * The link may have gone down, or the device away, since the handshake
+	 * found it: the peer's window is written only by a connection of the
+	 * current epoch, within this section (ntbsmc_remove() unmaps it after).
+	 */
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (!conn_link_alive(conn)) {
+		srcu_read_unlock(&ntbsmc_srcu, idx);
+		return -ESTALE;
+	}
 	conn->peer_slot = slot;
 	conn->peer_token = be32_to_cpu(peer->token);
 	conn->peer_rmb_size = size;
@@ -104,6 +122,7 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 	iowrite32(0, &conn->tx_ctl->flags);
 	wmb();
 	iowrite32(conn->peer_token, &conn->tx_ctl->token);
+	srcu_read_unlock(&ntbsmc_srcu, idx);
 	return 0;
 }
 
@@ -128,12 +147,6 @@ void ntbsmc_conn_put(struct ntbsmc_conn *conn)
 		call_rcu(&conn->rcu, conn_free);
 }
 
-/* The link this connection was set up on is still the current one. */
-static bool conn_link_alive(struct ntbsmc_conn *conn)
-{
-	return READ_ONCE(conn->dev->state) == NTBSMC_DEV_ACTIVE &&
-	       conn->epoch == READ_ONCE(conn->dev->epoch);
-}
 
 static bool conn_link_ok(struct ntbsmc_conn *conn)
 {
@@ -254,7 +267,9 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 	if (conn_link_alive(conn) && READ_ONCE(conn->established))
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
 	if (sk) {
-		sk->sk_err = ECONNRESET;
+		/* what TCP said first, if it did (a reset, a timeout), stands */
+		if (!READ_ONCE(sk->sk_err))
+			WRITE_ONCE(sk->sk_err, ECONNRESET);
 		sk_error_report(sk);
 		conn_wake(sk);
 		sock_put(sk);
@@ -436,9 +451,24 @@ void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn)
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
 }
 
+/*
+ * The peer's end of data: signalled in the ring, after its last byte. TCP's FIN
+ * is not: the peer's socket may close while its last writes are still on their
+ * way (DMA), and its TCP close does not wait for them.
+ */
 static bool conn_peer_done(struct ntbsmc_conn *conn)
 {
 	return READ_ONCE(conn->peer_flags) & (NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED);
+}
+
+/*
+ * TCP failed under the connection (a reset, a keepalive or user timeout): that
+ * ends the NTB connection too, as it would end TCP's, and the peer hears of it.
+ */
+static void conn_check_tcp(struct sock *sk, struct ntbsmc_conn *conn)
+{
+	if (unlikely(READ_ONCE(sk->sk_err)) && !READ_ONCE(conn->err))
+		ntbsmc_conn_abort(conn, "the TCP connection failed");
 }
 
 /* Spins on the cursors for the socket's busy-poll budget before sleeping. */
@@ -496,32 +526,44 @@ static int conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
 	return 0;
 }
 
-/* Copies user data into the peer's buffer at our producer cursor, wrapping. */
-static int conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
+/*
+ * Copies user data into the peer's buffer at our producer cursor, wrapping, with
+ * page faults disabled (we are in the SRCU section): returns the bytes copied,
+ * fewer than @n where a page was not present.
+ */
+static u32 conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 {
 	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1);
 	u32 first = min(n, conn->peer_rmb_size - off);
 	void *dst = (void __force *)conn->peer_rmb;
+	size_t done;
 
+	pagefault_disable();
 	/* Non-temporal stores: the window is write-combining. */
-	if (copy_from_iter_nocache(dst + off, first, &msg->msg_iter) != first)
-		return -EFAULT;
-	if (n > first &&
-	    copy_from_iter_nocache(dst, n - first, &msg->msg_iter) != n - first)
-		return -EFAULT;
-	return 0;
+	done = copy_from_iter_nocache(dst + off, first, &msg->msg_iter);
+	if (done == first && n > first)
+		done += copy_from_iter_nocache(dst, n - first, &msg->msg_iter);
+	pagefault_enable();
+	return done;
 }
 
 /*
- * Copies @n bytes with the CPU into the peer's buffer and publishes them. Writes
- * still in flight by DMA come first: the cursor is published in order.
+ * Copies up to @n bytes with the CPU into the peer's buffer and publishes them;
+ * returns how many (0: a page went away since it was faulted in, try again) or
+ * -errno. Writes still in flight by DMA come first: the cursor is published in
+ * order. A page fault never happens inside the SRCU section: one that waits
+ * (userfaultfd, FUSE) would hold up the device's teardown, which waits for the
+ * section to end; the source is faulted in before it.
  */
 static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 {
 	unsigned long flags;
-	int err, idx;
+	int err = 0, idx;
+	u32 done = 0;
 	bool idle;
 
+	if (fault_in_iov_iter_readable(&msg->msg_iter, n) == n)
+		return -EFAULT;
 	if (conn->seg_head != conn->seg_tail)
 		ntbsmc_dma_wait(conn, conn->seg_tail);
 	spin_lock_irqsave(&conn->lock, flags);
@@ -529,14 +571,17 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	idx = srcu_read_lock(&ntbsmc_srcu);
-	err = conn_link_ok(conn) ? conn_copy_out(conn, msg, n) : -ECONNRESET;
+	if (conn_link_ok(conn))
+		done = conn_copy_out(conn, msg, n);
+	else
+		err = -ECONNRESET;
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->tx_busy--;
 	if (!err && conn_link_ok(conn)) {
-		conn->tx_prod += n;
-		conn->cpu_bytes += n;
+		conn->tx_prod += done;
+		conn->cpu_bytes += done;
 		ntbsmc_conn_publish_locked(conn, conn->tx_prod);
-		if (conn_fault_cursor(sk))
+		if (done && conn_fault_cursor(sk))
 			writeq(conn->tx_prod + 2ULL * conn->peer_rmb_size, &conn->tx_ctl->prod);
 	} else if (!err) {
 		err = -ECONNRESET;
@@ -546,7 +591,7 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	if (idle)
 		ntbsmc_conn_tx_idle(conn);
-	return err;
+	return err ?: done;
 }
 
 /*
@@ -564,6 +609,7 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	int err = 0, rc;
 	u32 n;
 
+	conn_check_tcp(sk, conn);
 	while (msg_data_left(msg)) {
 		err = conn_update(conn);
 		if (err)
@@ -597,13 +643,16 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			path = NTBSMC_TX_CPU;	/* no channel (any more), no memory */
 		}
 		n = min_t(u32, n, NTBSMC_CHUNK);
-		err = conn_send_cpu(sk, conn, msg, n);
-		if (err)
+		rc = conn_send_cpu(sk, conn, msg, n);
+		if (rc < 0) {
+			err = rc;
 			break;
-		copied += n;
-		cpu += n;
-		conn->tx_bytes += n;
-		conn_notify(conn, NTBSMC_F_WANT_DATA);
+		}
+		copied += rc;
+		cpu += rc;
+		conn->tx_bytes += rc;
+		if (rc)
+			conn_notify(conn, NTBSMC_F_WANT_DATA);
 	}
 	/* The engine may still be reading the caller's pages. */
 	if (zc_sent)
@@ -613,21 +662,26 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
 		return copied;
 	}
+	if (err == -ECONNRESET && sk->sk_err)
+		err = sock_error(sk);	/* reported once, as TCP does */
 	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))
 		send_sig(SIGPIPE, current, 0);
 	return err;
 }
 
-static int conn_copy_in(struct ntbsmc_conn *conn, struct msghdr *msg, u64 from, u32 n)
+/* Like conn_copy_out(), the other way: page faults disabled, bytes copied. */
+static u32 conn_copy_in(struct ntbsmc_conn *conn, struct msghdr *msg, u64 from, u32 n)
 {
 	u32 off = from & (conn->rmb_size - 1);
 	u32 first = min(n, conn->rmb_size - off);
+	size_t done;
 
-	if (copy_to_iter(conn->rmb + off, first, &msg->msg_iter) != first)
-		return -EFAULT;
-	if (n > first && copy_to_iter(conn->rmb, n - first, &msg->msg_iter) != n - first)
-		return -EFAULT;
-	return 0;
+	pagefault_disable();
+	done = copy_to_iter(conn->rmb + off, first, &msg->msg_iter);
+	if (done == first && n > first)
+		done += copy_to_iter(conn->rmb, n - first, &msg->msg_iter);
+	pagefault_enable();
+	return done;
 }
 
 /* Called with the socket locked. Returns bytes read, 0 at EOF, or -errno. */
@@ -643,29 +697,44 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 
 	if (!len)
 		return 0;
+	conn_check_tcp(sk, conn);
 	while (copied < len) {
 		err = conn_update(conn);
-		if (err)
+		/*
+		 * Like TCP, which reads what arrived before a reset: data the peer
+		 * published before it reset is read first, while the link it came
+		 * over is up (our buffer is in our window; the cursor over it was
+		 * validated when it came).
+		 */
+		if (err && !(err == -ECONNRESET && conn_avail(conn) - (peek ? copied : 0) &&
+			     READ_ONCE(conn->established) && conn_link_alive(conn)))
 			break;
 		avail = conn_avail(conn) - (peek ? copied : 0);
 		if (avail) {
+			bool live;
+
 			conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
 			n = min_t(size_t, min_t(size_t, avail, len - copied), NTBSMC_CHUNK);
+			/* no page fault inside the SRCU section (conn_send_cpu()) */
+			if (fault_in_iov_iter_writeable(&msg->msg_iter, n) == n) {
+				err = -EFAULT;
+				break;
+			}
 			idx = srcu_read_lock(&ntbsmc_srcu);
-			if (!conn_link_ok(conn)) {
+			if (!conn_link_alive(conn)) {
 				srcu_read_unlock(&ntbsmc_srcu, idx);
 				err = -ECONNRESET;
 				break;
 			}
+			live = conn_link_ok(conn);
 			rmb();	/* the cursor was written after the payload */
-			err = conn_copy_in(conn, msg, conn->rx_cons + (peek ? copied : 0), n);
-			if (!err && !peek) {
+			n = conn_copy_in(conn, msg, conn->rx_cons + (peek ? copied : 0), n);
+			if (!peek) {
 				conn->rx_cons += n;
-				writeq(conn->rx_cons, &conn->tx_ctl->cons);
+				if (live)
+					writeq(conn->rx_cons, &conn->tx_ctl->cons);
 			}
 			srcu_read_unlock(&ntbsmc_srcu, idx);
-			if (err)
-				break;
 			copied += n;
 			if (peek)
 				continue;
@@ -681,8 +750,7 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 				conn_notify(conn, NTBSMC_F_WANT_SPACE);
 			continue;
 		}
-		if (copied >= target || conn_peer_done(conn) ||
-		    (sk->sk_shutdown & RCV_SHUTDOWN))
+		if (copied >= target || conn_peer_done(conn) || READ_ONCE(conn->rd_shut))
 			break;
 		err = conn_wait(sk, conn, NTBSMC_F_WANT_DATA, conn_readable, &timeo);
 		if (err)
@@ -697,10 +765,7 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	}
 	if (err == -ECONNRESET && conn->err) {
 		/* like TCP: a reset is reported once, then reads return EOF */
-		if (sk->sk_err)
-			sk->sk_err = 0;
-		else
-			err = 0;
+		err = sock_error(sk);
 	}
 	return err;
 }
@@ -710,12 +775,13 @@ __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
 	__poll_t mask = 0;
 	int rc;
 
+	conn_check_tcp(sk, conn);
 	rc = conn_update(conn);
 	if (rc || READ_ONCE(conn->err))
 		mask |= EPOLLERR | EPOLLHUP | EPOLLIN | EPOLLRDNORM | EPOLLOUT;
 	if (conn_avail(conn))
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (conn_peer_done(conn) || (sk->sk_shutdown & RCV_SHUTDOWN))
+	if (conn_peer_done(conn) || READ_ONCE(conn->rd_shut))
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	if (conn_peer_done(conn) && (sk->sk_shutdown & SEND_SHUTDOWN))
 		mask |= EPOLLHUP;
@@ -740,12 +806,18 @@ __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
 	return mask;
 }
 
-/* shutdown(SHUT_WR): the peer reads EOF after the data already in its buffer. */
+/*
+ * shutdown(): SHUT_WR, the peer reads EOF after the data already in its buffer
+ * (or on its way: the flag waits for DMA in flight); SHUT_RD, reads return EOF
+ * once what arrived was read.
+ */
 void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how)
 {
 	unsigned long flags;
 	int idx;
 
+	if (how & RCV_SHUTDOWN)
+		WRITE_ONCE(conn->rd_shut, true);
 	if (!(how & SEND_SHUTDOWN))
 		return;
 	spin_lock_irqsave(&conn->lock, flags);
@@ -792,6 +864,29 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	if (conn_link_ok(conn))
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
 	conn_maybe_release(conn);
+}
+
+/* No write of ours into the peer's buffer is in flight. */
+static bool conn_tx_drained(struct ntbsmc_conn *conn)
+{
+	unsigned long flags;
+	bool drained;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	drained = !conn_tx_inflight(conn);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return drained;
+}
+
+/*
+ * close() with SO_LINGER: waits up to @timeout (jiffies) until everything
+ * written is in the peer's buffer, as TCP's waits for its data to be acked.
+ * Socket locked: the writes retire without it.
+ */
+void ntbsmc_conn_linger(struct ntbsmc_conn *conn, long timeout)
+{
+	might_sleep();
+	wait_event_interruptible_timeout(conn->tx_wq, conn_tx_drained(conn), timeout);
 }
 
 int ntbsmc_conn_inq(struct ntbsmc_conn *conn)

@@ -180,20 +180,28 @@ static bool dma_filter_node(struct dma_chan *chan, void *param)
  */
 void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net)
 {
-	int node = dev_to_node(&dev->ntb->dev);
 	struct ntbsmc_dma *d = NULL;
 	struct dma_chan *chan = NULL;
 	dma_cap_mask_t mask;
 	phys_addr_t pbase;
 	resource_size_t psize;
+	int node, idx;
 
 	if (!READ_ONCE(ntbsmc_net(net)->dma_threshold) || rcu_access_pointer(dev->dma))
 		return;
+	/*
+	 * dev->ntb is the device's only while it is up: a device going down sets
+	 * its state first and then waits for this section (ntbsmc_dma_detach()
+	 * under dma_lock, then SRCU), and a channel attached just before is
+	 * dropped there.
+	 */
+	idx = srcu_read_lock(&ntbsmc_srcu);
 	mutex_lock(&dev->dma_lock);
 	if (rcu_access_pointer(dev->dma) || time_before(jiffies, dev->dma_retry) ||
 	    READ_ONCE(dev->state) != NTBSMC_DEV_ACTIVE)
 		goto out;
 	dev->dma_retry = jiffies + HZ;	/* failures are not retried at once */
+	node = dev_to_node(&dev->ntb->dev);
 
 	dma_cap_zero(mask);
 	dma_cap_set(DMA_MEMCPY, mask);
@@ -234,6 +242,7 @@ err_chan:
 	dma_release_channel(chan);
 out:
 	mutex_unlock(&dev->dma_lock);
+	srcu_read_unlock(&ntbsmc_srcu, idx);
 }
 
 /* The device goes down or away: its channel is dropped and nothing is in flight. */
@@ -689,27 +698,38 @@ int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc
 	seg->zc = zc;
 	seg->src = DMA_MAPPING_ERROR;
 
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	d = srcu_dereference(conn->dev->dma, &ntbsmc_srcu);
-	if (!d || !ntbsmc_conn_link_ok(conn))
-		goto out;	/* 0: the CPU path finds out what is wrong */
+	/*
+	 * The data is taken (pinned, or copied into the staging buffer) before the
+	 * SRCU section: a page fault that waits (userfaultfd, FUSE) must not hold
+	 * up the device's teardown, which waits for the section to end.
+	 */
+	if (!rcu_access_pointer(conn->dev->dma))
+		return 0;
 	if (zc) {
 		rc = seg_pin(seg, msg, &len);
 		if (rc == -EAGAIN) {
 			seg->zc = zc = false;	/* not user memory here: stage it */
-			rc = 0;
 			if (!conn->stage)
-				goto out;
+				return 0;
 		} else if (rc) {
-			goto out;
+			return rc;
 		}
 	}
 	if (!zc) {
 		len = copy_from_iter(conn->stage + off, len, &msg->msg_iter);
-		if (!len) {
-			rc = -EFAULT;
-			goto out;
-		}
+		if (!len)
+			return -EFAULT;
+	}
+
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	d = srcu_dereference(conn->dev->dma, &ntbsmc_srcu);
+	if (!d || !ntbsmc_conn_link_ok(conn)) {
+		/* 0: the CPU path sends the data again and finds out what is wrong */
+		srcu_read_unlock(&ntbsmc_srcu, idx);
+		if (zc)
+			unpin_user_pages(seg->pages, seg->npages);
+		iov_iter_revert(&msg->msg_iter, len);
+		return 0;
 	}
 	seg->len = len;
 	seg->end = conn->tx_prod + len;
@@ -746,10 +766,8 @@ int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc
 	dma_async_issue_pending(d->chan);
 	if (atomic_dec_and_test(&seg->descs))
 		seg_done(seg);
-	rc = len;
-out:
 	srcu_read_unlock(&ntbsmc_srcu, idx);
-	return rc;
+	return len;
 }
 
 void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn)

@@ -17,6 +17,7 @@ static int min_rmb_kb = NTBSMC_RMB_UNIT >> 10;
 static int max_rmb_kb = NTBSMC_RMB_MAX >> 10;
 static int max_idle_ms = 24 * 3600 * 1000;
 static int max_int = INT_MAX;
+static int max_hs = 65536;
 
 static const struct ctl_table ntbsmc_sysctl_template[] = {
 	{
@@ -75,6 +76,14 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.extra1		= &zero,
 		.extra2		= &max_int,
 	},
+	{
+		.procname	= "max_handshakes",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &one,
+		.extra2		= &max_hs,
+	},
 	{ }
 };
 
@@ -91,6 +100,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->lgr_idle_ms = 600 * 1000;
 	nn->dma_threshold = 65536;
 	nn->zerocopy_threshold = 262144;
+	nn->max_handshakes = 64;
 
 	tbl = kmemdup(ntbsmc_sysctl_template, sizeof(ntbsmc_sysctl_template),
 		      GFP_KERNEL);
@@ -103,6 +113,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	tbl[4].data = &nn->lgr_idle_ms;
 	tbl[5].data = &nn->dma_threshold;
 	tbl[6].data = &nn->zerocopy_threshold;
+	tbl[7].data = &nn->max_handshakes;
 	/* Like net.ipv4: a namespace's settings are its own root's to change. */
 	nn->sysctl = register_net_sysctl(net, "net/ntbsmc", tbl);
 	if (!nn->sysctl) {

@@ -47,6 +47,8 @@ struct ntbsmc_net {
 	int lgr_idle_ms;
 	int dma_threshold;		/* writes of at least this many bytes use DMA; 0: never */
 	int zerocopy_threshold;		/* ... and straight from user pages; 0: never */
+	int max_handshakes;		/* server handshakes at once; SYNs beyond: TCP */
+	atomic_t handshakes;		/* server handshakes running */
 	atomic64_t stats[__NTBSMC_STAT_MAX];
 	struct ctl_table_header *sysctl;
 };
@@ -184,6 +186,7 @@ struct ntbsmc_conn {
 	int err;		/* ECONNRESET once aborted */
 	bool established;	/* handshake completed */
 	bool closed;		/* our side closed: slot freed when the peer is done */
+	bool rd_shut;		/* shutdown(SHUT_RD): reads end at what arrived */
 	u64 tx_bytes, rx_bytes;
 	u64 cpu_bytes, dma_bytes, zc_bytes;	/* of tx_bytes, by copy path */
 
@@ -221,6 +224,7 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			struct msghdr *msg, size_t len, int flags);
 __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn);
 void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how);
+void ntbsmc_conn_linger(struct ntbsmc_conn *conn, long timeout);
 int ntbsmc_conn_inq(struct ntbsmc_conn *conn);
 int ntbsmc_conn_outq(struct ntbsmc_conn *conn);
 bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn);
@@ -255,8 +259,22 @@ void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn);
 
 /* ---- ulp.c: the TCP ULP, socket-level behaviour, mode switches ---- */
 
+/* What ended a socket's use of its context (ntbsmc_sock.dead) */
+enum {
+	NTBSMC_SOCK_LIVE,
+	NTBSMC_SOCK_CLOSED,	/* close(): a connection set up now ends gracefully */
+	NTBSMC_SOCK_DESTROYED,	/* ->release(): ... ends with a reset */
+};
+
+/*
+ * Lifetime: the socket holds one reference (put in ->release()), a running
+ * handshake one, each child in its handshake one on its listener's. The last put
+ * frees after an RCU grace period: a child's ->clone() reads its listener's
+ * context without a reference, in softirq.
+ */
 struct ntbsmc_sock {
-	refcount_t ref;			/* socket + handshake work */
+	refcount_t ref;
+	struct rcu_head rcu;
 	struct sock *sk;
 	struct proto *sk_proto;		/* TCP's, restored on fallback */
 	const struct proto_ops *sk_ops;
@@ -276,6 +294,12 @@ struct ntbsmc_sock {
 
 	struct ntbsmc_conn *conn;	/* NTB mode; freed after an RCU grace period */
 	struct list_head node;		/* in ntbsmc_socks */
+
+	/* Under ntbsmc_socks_lock */
+	u8 dead;			/* NTBSMC_SOCK_*: the handshake's end changes nothing */
+	bool closing;			/* a listener that closes: no new handshakes */
+	struct ntbsmc_sock *listener;	/* a child's, ref held until its handshake ends */
+	unsigned int hs_children;	/* a listener's children still in their handshake */
 };
 
 /* Every socket with the ULP, for the connection dump. */
@@ -284,6 +308,8 @@ extern spinlock_t ntbsmc_socks_lock;
 
 int ntbsmc_ulp_init(void);
 void ntbsmc_ulp_exit(void);
+int ntbsmc_sock_dead(struct ntbsmc_sock *ctx);
+int ntbsmc_sock_set_conn(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn);
 
 /* ---- netlink.c ---- */
 

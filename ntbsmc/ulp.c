@@ -47,7 +47,41 @@ static int sk_fam(const struct sock *sk)
 static void ctx_put(struct ntbsmc_sock *ctx)
 {
 	if (refcount_dec_and_test(&ctx->ref))
-		kfree(ctx);
+		kfree_rcu(ctx, rcu);
+}
+
+int ntbsmc_sock_dead(struct ntbsmc_sock *ctx)
+{
+	return READ_ONCE(ctx->dead);
+}
+
+/*
+ * The handshake set up @conn for the socket: it carries the socket's data from
+ * now on, unless the socket closed or was destroyed meanwhile; then the caller
+ * keeps @conn and gets the NTBSMC_SOCK_* that ended the socket.
+ */
+int ntbsmc_sock_set_conn(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn)
+{
+	int dead;
+
+	spin_lock_bh(&ntbsmc_socks_lock);
+	dead = ctx->dead;
+	if (!dead)
+		smp_store_release(&ctx->conn, conn);	/* the dump reads it locklessly */
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	return dead;
+}
+
+/*
+ * The socket's NTB connection, if it runs over NTB: the mode is published after
+ * the connection (ctx_finish()), so a reader without the socket lock (poll,
+ * ioctl) that sees NTB mode sees the connection too.
+ */
+static struct ntbsmc_conn *ctx_conn(struct ntbsmc_sock *ctx)
+{
+	if (smp_load_acquire(&ctx->mode) != NTBSMC_MODE_NTB)
+		return NULL;
+	return READ_ONCE(ctx->conn);
 }
 
 /* ---- callbacks while the handshake runs ---- */
@@ -87,11 +121,19 @@ static void ntbsmc_state_change(struct sock *sk)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
-static void ctx_hook(struct ntbsmc_sock *ctx, struct sock *sk)
+/*
+ * @from: the context whose callbacks the socket may have copied (a child's
+ * listener): ours are never saved as the socket's own, which would recurse.
+ */
+static void ctx_hook(struct ntbsmc_sock *ctx, struct sock *sk, struct ntbsmc_sock *from)
 {
 	ctx->saved_data_ready = sk->sk_data_ready;
 	ctx->saved_write_space = sk->sk_write_space;
 	ctx->saved_state_change = sk->sk_state_change;
+	if (from && ctx->saved_data_ready == ntbsmc_data_ready)
+		ctx->saved_data_ready = from->saved_data_ready;
+	if (from && ctx->saved_state_change == ntbsmc_state_change)
+		ctx->saved_state_change = from->saved_state_change;
 	sk->sk_data_ready = ntbsmc_data_ready;
 	sk->sk_state_change = ntbsmc_state_change;
 }
@@ -131,17 +173,22 @@ static void ctx_list(struct ntbsmc_sock *ctx)
 }
 
 /*
- * Takes the connection from the socket before releasing it: the dump, which
- * finds it under ntbsmc_socks_lock (an RCU read side), then never sees it freed.
+ * The socket closes (@how NTBSMC_SOCK_CLOSED) or is destroyed: takes its
+ * connection before releasing it, so that the dump, which finds it under
+ * ntbsmc_socks_lock (an RCU read side), never sees it freed; a handshake that
+ * ends later finds the socket dead and changes nothing (ntbsmc_sock_set_conn()).
  */
-static struct ntbsmc_conn *ctx_take_conn(struct ntbsmc_sock *ctx)
+static struct ntbsmc_conn *ctx_take_conn(struct ntbsmc_sock *ctx, int how)
 {
 	struct ntbsmc_conn *conn;
 
 	spin_lock_bh(&ntbsmc_socks_lock);
 	conn = ctx->conn;
 	WRITE_ONCE(ctx->conn, NULL);
+	WRITE_ONCE(ctx->dead, max_t(u8, ctx->dead, how));
 	spin_unlock_bh(&ntbsmc_socks_lock);
+	/* a handshake waiting for the peer gives up now */
+	wake_up_all(&ctx->hs_wq);
 	return conn;
 }
 
@@ -183,7 +230,19 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 {
 	struct sock *sk = ctx->sk;
 	int fam = sk_fam(sk);
+	bool dead;
 
+	/*
+	 * The peer closed before it sent anything of the next message: nothing is
+	 * in flight either way, the application reads EOF from TCP.
+	 */
+	if (rc == -ESHUTDOWN)
+		rc = NTBSMC_REASON_PEER_CLOSED;
+	/* Closed or destroyed meanwhile: TCP's close or destruction runs its course. */
+	if (ntbsmc_sock_dead(ctx)) {
+		wake_up_all(&ctx->hs_wq);
+		return;
+	}
 	if (rc < 0) {
 		if (rc == -EPROTO)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_HS_ERR, 1);
@@ -195,8 +254,17 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 	}
 	ctx_unhook(ctx, sk);
 	lock_sock(sk);
-	if (rc == 0) {
-		WRITE_ONCE(ctx->mode, NTBSMC_MODE_NTB);
+	/*
+	 * close() takes the socket lock; a listener's close destroys a child
+	 * without it, but ->release() restores TCP's tables after it marked the
+	 * context dead, under the same spinlock.
+	 */
+	spin_lock_bh(&ntbsmc_socks_lock);
+	dead = ctx->dead;
+	if (dead) {
+		/* nothing */
+	} else if (rc == 0) {
+		smp_store_release(&ctx->mode, NTBSMC_MODE_NTB);	/* after ctx->conn */
 	} else {
 		ctx->reason = rc;
 		WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
@@ -204,15 +272,49 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 		if (sk->sk_socket)
 			WRITE_ONCE(sk->sk_socket->ops, ctx->sk_ops);
 	}
-	if (ctx->hs_shutdown && !sk->sk_err)
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	if (!dead && ctx->hs_shutdown && !sk->sk_err)
 		shutdown_locked(sk, ctx, ctx->hs_shutdown);
 	release_sock(sk);
+	if (dead) {
+		wake_up_all(&ctx->hs_wq);
+		return;
+	}
 	count_result(ctx);
 	wake_up_all(&ctx->hs_wq);
 	/* Wake readers, writers and pollers: the socket is usable now. */
 	sk->sk_state_change(sk);
 	sk->sk_data_ready(sk);
 	sk->sk_write_space(sk);
+}
+
+/* A child's handshake ended: its listener may close now (listener_drain()). */
+static void listener_child_done(struct ntbsmc_sock *ctx)
+{
+	struct ntbsmc_sock *lctx = ctx->listener;
+
+	atomic_dec(&ntbsmc_net(sock_net(ctx->sk))->handshakes);
+	spin_lock_bh(&ntbsmc_socks_lock);
+	lctx->hs_children--;
+	ctx->listener = NULL;
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	wake_up_all(&lctx->hs_wq);
+	ctx_put(lctx);		/* ntbsmc_ulp_clone()'s */
+}
+
+/*
+ * A listener closes: TCP's close destroys the children in its accept queue
+ * under their bh lock, which must not find a handshake worker owning one. No
+ * new child starts a handshake, and those running end first (each is bounded
+ * by the handshake timeout).
+ */
+static void listener_drain(struct ntbsmc_sock *lctx)
+{
+	might_sleep();
+	spin_lock_bh(&ntbsmc_socks_lock);
+	lctx->closing = true;
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	wait_event(lctx->hs_wq, !READ_ONCE(lctx->hs_children));
 }
 
 static void ntbsmc_hs_work(struct work_struct *work)
@@ -223,6 +325,8 @@ static void ntbsmc_hs_work(struct work_struct *work)
 
 	rc = ctx->client ? ntbsmc_clc_client(ctx) : ntbsmc_clc_server(ctx);
 	ctx_finish(ctx, rc);
+	if (ctx->listener)
+		listener_child_done(ctx);
 	sock_put(sk);
 	ctx_put(ctx);
 }
@@ -268,7 +372,7 @@ static int ntbsmc_ulp_init_sk(struct sock *sk)
 	ctx->sk_ops = sk->sk_socket->ops;
 
 	write_lock_bh(&sk->sk_callback_lock);
-	ctx_hook(ctx, sk);
+	ctx_hook(ctx, sk, NULL);
 	rcu_assign_pointer(inet_csk(sk)->icsk_ulp_data, ctx);
 	write_unlock_bh(&sk->sk_callback_lock);
 	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_ACTIVE]);
@@ -278,35 +382,112 @@ static int ntbsmc_ulp_init_sk(struct sock *sk)
 	return 0;
 }
 
-/* A child of an ntbsmc listener: its own context, its handshake starts now. */
+/* TCP's own table for a socket of @sk's family. */
+static struct proto *tcp_proto_of(const struct sock *sk)
+{
+	if (sk_fam(sk) == NTBSMC_V6)
+		return (struct proto *)smp_load_acquire(&saved_tcpv6_prot);
+	return &tcp_prot;
+}
+
+/*
+ * TCP asks a listener before it answers a SYN that offers SMC (softirq): with
+ * max_handshakes server handshakes running, the SYN-ACK does not offer, and the
+ * connection is TCP at once on both ends. Each handshake is bounded by the
+ * handshake timeout, so a host that opens connections and stalls them holds at
+ * most this many, and only for that long; honest connections never queue
+ * behind it (the workqueue runs more than this at once).
+ */
+static bool ntbsmc_hs_congested(const struct sock *sk)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
+
+	return atomic_read(&nn->handshakes) >= READ_ONCE(nn->max_handshakes);
+}
+
+/*
+ * A child whose SYN exchange did not agree on ntbsmc (softirq): TCP at once,
+ * no handshake. Why, as far as the server can tell: the SYN-ACK decision is
+ * not kept, so a child of a congested listener is told apart by the
+ * congestion it finds now (SYN to ACK is one round trip).
+ */
+static void clone_fallback(struct ntbsmc_sock *ctx, struct sock *newsk)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(newsk));
+
+	if (!tcp_sk(newsk)->syn_smc)	/* the listener's, copied: it did not offer */
+		ctx->reason = READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
+						       NTBSMC_REASON_DISABLED;
+	else
+		ctx->reason = ntbsmc_hs_congested(newsk) ? NTBSMC_REASON_CONGESTED :
+							   NTBSMC_REASON_PEER_NO_OFFER;
+	ctx->mode = NTBSMC_MODE_TCP;
+	newsk->sk_prot = &ntbsmc_prots[sk_fam(newsk)][NTBSMC_FALLBACK];
+	count_result(ctx);
+}
+
+/*
+ * A child of an ntbsmc listener (softirq): its own context, its handshake starts
+ * now. The listener may be closing on another CPU: its context, copied here
+ * with the rest of the socket, stays readable for this RCU read side, and a
+ * listener that closes starts no new handshakes.
+ */
 static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
 			     const gfp_t priority)
 {
-	struct ntbsmc_sock *lctx = ntbsmc_ctx(newsk);	/* copied from the listener */
-	struct ntbsmc_sock *ctx = ctx_alloc(newsk, priority);
+	struct ntbsmc_sock *lctx, *ctx;
+	bool start = false;
 
 	/* tcp_cleanup_ulp() puts a module reference for every socket. */
 	__module_get(THIS_MODULE);
+	rcu_read_lock();
+	lctx = ntbsmc_ctx(newsk);	/* copied from the listener */
 	/*
 	 * sock_copy() made the listener's current sk_prot, our table in module
 	 * memory, the child's creator; its TIME_WAIT socket and its final free
 	 * would use that after the module is gone. TCP's table is the creator.
 	 */
-	newsk->sk_prot_creator = lctx->sk_proto;
-	if (!ctx) {
-		/* No memory: the child is plain TCP, told nothing it could misread. */
-		newsk->sk_prot = lctx->sk_proto;
+	newsk->sk_prot_creator = lctx ? lctx->sk_proto : tcp_proto_of(newsk);
+	ctx = lctx ? ctx_alloc(newsk, priority) : NULL;
+	if (ctx && !(tcp_sk(newsk)->syn_smc && inet_rsk(req)->smc_ok)) {
+		ctx->sk_proto = lctx->sk_proto;
+		ctx->sk_ops = lctx->sk_ops;
+		clone_fallback(ctx, newsk);
+		rcu_read_unlock();
+		rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, ctx);
+		ctx_list(ctx);
+		return;
+	}
+	if (ctx) {
+		spin_lock_bh(&ntbsmc_socks_lock);
+		if (!lctx->closing && !lctx->dead && refcount_inc_not_zero(&lctx->ref)) {
+			lctx->hs_children++;	/* ctx->listener holds the ref */
+			ctx->listener = lctx;
+			list_add_tail(&ctx->node, &ntbsmc_socks);
+			atomic_inc(&ntbsmc_net(sock_net(newsk))->handshakes);
+			start = true;
+		}
+		spin_unlock_bh(&ntbsmc_socks_lock);
+	}
+	if (!start) {
+		/*
+		 * No memory, or the listener is going: the child is plain TCP, told
+		 * nothing it could misread (a closing listener resets it anyway).
+		 */
+		kfree(ctx);
+		newsk->sk_prot = newsk->sk_prot_creator;
 		tcp_sk(newsk)->syn_smc = 0;
 		rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, NULL);
+		rcu_read_unlock();
 		return;
 	}
 	ctx->sk_proto = lctx->sk_proto;
 	ctx->sk_ops = lctx->sk_ops;
 	ctx->hs_started = true;
 	ctx->hs_start = jiffies;
-	ctx_hook(ctx, newsk);
+	ctx_hook(ctx, newsk, lctx);
+	rcu_read_unlock();
 	rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, ctx);
-	ctx_list(ctx);
 	refcount_inc(&ctx->ref);	/* put by hs_work */
 	sock_hold(newsk);		/* put by hs_work */
 	queue_work(ntbsmc_wq, &ctx->hs_work);
@@ -322,14 +503,18 @@ static void ntbsmc_ulp_release(struct sock *sk)
 		return;
 	spin_lock_bh(&ntbsmc_socks_lock);
 	list_del(&ctx->node);
+	/* The rest of the destruction must not use our tables: the module
+	 * reference goes with this ULP. A handshake's end, which may run on
+	 * another CPU, sees the context dead under this lock first. */
+	WRITE_ONCE(sk->sk_prot, ctx->sk_proto);
+	conn = ctx->conn;
+	WRITE_ONCE(ctx->conn, NULL);
+	WRITE_ONCE(ctx->dead, NTBSMC_SOCK_DESTROYED);
 	spin_unlock_bh(&ntbsmc_socks_lock);
-	conn = ctx_take_conn(ctx);
+	wake_up_all(&ctx->hs_wq);
 	/* Never closed through close(), e.g. a child nobody accepted. */
 	if (conn)
 		ntbsmc_conn_release(conn, true);
-	/* The rest of the destruction must not use our tables: the module
-	 * reference goes with this ULP. */
-	WRITE_ONCE(sk->sk_prot, ctx->sk_proto);
 	rcu_assign_pointer(inet_csk(sk)->icsk_ulp_data, NULL);
 	ctx_put(ctx);
 }
@@ -365,11 +550,60 @@ static int wait_handshake(struct sock *sk, struct ntbsmc_sock *ctx, long *timeo)
 	return 0;
 }
 
-/* The handshake is running: TCP is established and the outcome pending. */
+/*
+ * The handshake is running: TCP was established and the outcome is pending,
+ * whatever TCP's state is now (a child may still be in SYN_RECV with Fast Open
+ * data, or in CLOSE_WAIT after a client that wrote and closed: its data comes
+ * over NTB once the handshake ends).
+ */
 static bool in_handshake(struct sock *sk, struct ntbsmc_sock *ctx)
 {
-	return READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE &&
-	       ctx->hs_started && sk->sk_state == TCP_ESTABLISHED;
+	return READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE && READ_ONCE(ctx->hs_started);
+}
+
+/*
+ * Ends the handshake in TCP before it started: nothing of ours was sent, the
+ * SYN did not offer ntbsmc (or was not sent yet). Socket locked, no worker.
+ */
+static void fallback_locked(struct sock *sk, struct ntbsmc_sock *ctx, u32 reason)
+{
+	sock_owned_by_me(sk);
+	tcp_sk(sk)->syn_smc = 0;
+	ctx_unhook(ctx, sk);
+	ctx->reason = reason;
+	WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
+	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_FALLBACK]);
+	if (sk->sk_socket)
+		WRITE_ONCE(sk->sk_socket->ops, ctx->sk_ops);
+	count_result(ctx);
+}
+
+/*
+ * Before a client's send or receive reaches TCP (socket locked): data sent in
+ * the SYN (Fast Open) would precede the handshake, so such a connection is TCP
+ * from the start; a connect still in progress (non-blocking) is waited for, as
+ * TCP would, and then the handshake it starts. Returns 0 or -errno.
+ */
+static int hs_wait(struct sock *sk, struct ntbsmc_sock *ctx, int msg_flags, long *timeo)
+{
+	if (READ_ONCE(ctx->mode) != NTBSMC_MODE_HANDSHAKE)
+		return 0;
+	if (!READ_ONCE(ctx->hs_started) && ctx->client) {
+		if (((msg_flags & MSG_FASTOPEN) && sk->sk_state == TCP_CLOSE) ||
+		    inet_sk(sk)->defer_connect) {
+			fallback_locked(sk, ctx, NTBSMC_REASON_FASTOPEN);
+			return 0;
+		}
+		if (sk->sk_state == TCP_SYN_SENT) {
+			int rc = sk_stream_wait_connect(sk, timeo);
+
+			if (rc)
+				return rc;
+		}
+	}
+	if (in_handshake(sk, ctx))
+		return wait_handshake(sk, ctx, timeo);
+	return 0;
 }
 
 static int ntbsmc_sendmsg(struct sock *sk, struct msghdr *msg, size_t len)
@@ -379,13 +613,11 @@ static int ntbsmc_sendmsg(struct sock *sk, struct msghdr *msg, size_t len)
 	int rc;
 
 	lock_sock(sk);
-	if (in_handshake(sk, ctx)) {
-		timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
-		rc = wait_handshake(sk, ctx, &timeo);
-		if (rc) {
-			release_sock(sk);
-			return rc;
-		}
+	timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+	rc = hs_wait(sk, ctx, msg->msg_flags, &timeo);
+	if (rc) {
+		release_sock(sk);
+		return rc;
 	}
 	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
 		rc = ntbsmc_conn_sendmsg(sk, ctx->conn, msg, len);
@@ -406,13 +638,11 @@ static int ntbsmc_recvmsg(struct sock *sk, struct msghdr *msg, size_t len,
 	if (flags & MSG_ERRQUEUE)
 		return ctx->sk_proto->recvmsg(sk, msg, len, flags, addr_len);
 	lock_sock(sk);
-	if (in_handshake(sk, ctx)) {
-		timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
-		rc = wait_handshake(sk, ctx, &timeo);
-		if (rc) {
-			release_sock(sk);
-			return rc;
-		}
+	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+	rc = hs_wait(sk, ctx, 0, &timeo);
+	if (rc) {
+		release_sock(sk);
+		return rc;
 	}
 	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
 		if (flags & MSG_OOB)
@@ -442,17 +672,18 @@ static int ntbsmc_sendpage(struct sock *sk, struct page *page, int offset,
 static int ntbsmc_ioctl(struct sock *sk, int cmd, unsigned long arg)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	struct ntbsmc_conn *conn = ctx_conn(ctx);
 	int val;
 
-	if (READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB)
+	if (!conn)
 		return ctx->sk_proto->ioctl(sk, cmd, arg);
 	switch (cmd) {
 	case SIOCINQ:
-		val = ntbsmc_conn_inq(ctx->conn);
+		val = ntbsmc_conn_inq(conn);
 		break;
 	case SIOCOUTQ:
 	case SIOCOUTQNSD:
-		val = ntbsmc_conn_outq(ctx->conn);
+		val = ntbsmc_conn_outq(conn);
 		break;
 	case SIOCATMARK:
 		val = 0;
@@ -499,16 +730,28 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 	return 0;
 }
 
+/*
+ * close(): like TCP's, it returns at once and the connection delivers what was
+ * written in the background (ntbsmc_conn_release()); with SO_LINGER it first
+ * waits up to @timeout for that, with a zero linger time it resets.
+ */
 static void ntbsmc_close(struct sock *sk, long timeout)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
 	struct proto *tcp = ctx->sk_proto;
 	struct ntbsmc_conn *conn;
+	bool abort;
 
+	if (sk->sk_state == TCP_LISTEN)
+		listener_drain(ctx);
 	lock_sock(sk);
-	conn = ctx_take_conn(ctx);
-	if (conn)
-		ntbsmc_conn_release(conn, sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime);
+	conn = ctx_take_conn(ctx, NTBSMC_SOCK_CLOSED);
+	if (conn) {
+		abort = sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime;
+		if (!abort && timeout)
+			ntbsmc_conn_linger(conn, timeout);
+		ntbsmc_conn_release(conn, abort);
+	}
 	/* From here on the socket is TCP's, tables included (like kTLS); the
 	 * context is freed by ->release(). */
 	WRITE_ONCE(sk->sk_prot, tcp);
@@ -528,6 +771,51 @@ static void ntbsmc_fallback_close(struct sock *sk, long timeout)
 
 /* ---- socket-level operations while ACTIVE ---- */
 
+/*
+ * connect(AF_UNSPEC): TCP's disconnect, after which the socket may connect
+ * anywhere. An NTB connection ends with a reset of its own (the peer must not
+ * wait for more, nor may our next sends go into its buffer), and whatever
+ * the socket connects to next is plain TCP, offered nothing: the handshake
+ * ran once, as it does on a Linux SMC socket.
+ */
+static int disconnect(struct socket *sock, struct sockaddr *uaddr, int addr_len, int flags)
+{
+	struct sock *sk = sock->sk;
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	long timeo = MAX_SCHEDULE_TIMEOUT;
+	int rc;
+
+	if (sk->sk_state == TCP_LISTEN) {
+		/* TCP destroys the accept queue's children, as on close() */
+		listener_drain(ctx);
+		rc = ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
+		spin_lock_bh(&ntbsmc_socks_lock);
+		ctx->closing = false;	/* it may listen again */
+		spin_unlock_bh(&ntbsmc_socks_lock);
+		return rc;
+	}
+	lock_sock(sk);
+	/* the handshake's worker is bounded by the handshake timeout */
+	rc = in_handshake(sk, ctx) ? wait_handshake(sk, ctx, &timeo) : 0;
+	if (rc) {
+		release_sock(sk);
+		return rc;
+	}
+	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+		ntbsmc_conn_abort(ctx->conn, "disconnected (connect AF_UNSPEC)");
+		WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
+		ctx->reason = NTBSMC_REASON_DISCONNECTED;
+		tcp_sk(sk)->syn_smc = 0;
+		WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_FALLBACK]);
+		WRITE_ONCE(sock->ops, ctx->sk_ops);
+		/* ctx->conn stays, aborted, until ->release(): a poll may use it */
+	} else if (READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE) {
+		fallback_locked(sk, ctx, NTBSMC_REASON_DISCONNECTED);
+	}
+	release_sock(sk);
+	return ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
+}
+
 static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 			  int flags)
 {
@@ -536,6 +824,8 @@ static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_
 	long timeo;
 	int rc;
 
+	if (addr_len >= (int)sizeof(uaddr->sa_family) && uaddr->sa_family == AF_UNSPEC)
+		return disconnect(sock, uaddr, addr_len, flags);
 	rc = ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
 	if (rc)
 		return rc;
@@ -570,12 +860,23 @@ static int ntbsmc_accept(struct socket *sock, struct socket *newsock, int flags,
 static int ntbsmc_listen(struct socket *sock, int backlog)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sock->sk);
+	struct sock *sk = sock->sk;
 	int rc;
 
+	/*
+	 * Children hook themselves: unhooked before the first can be cloned, so
+	 * that none copies our callbacks (ctx_hook() copes with it all the same).
+	 */
+	if (sk->sk_state != TCP_LISTEN)
+		ctx_unhook(ctx, sk);
 	rc = ctx->sk_ops->listen(sock, backlog);
 	if (!rc) {
 		ctx->client = false;
-		ctx_unhook(ctx, sock->sk);	/* children hook themselves */
+		tcp_sk(sk)->smc_hs_congested = ntbsmc_hs_congested;
+	} else if (sk->sk_state != TCP_LISTEN) {
+		write_lock_bh(&sk->sk_callback_lock);
+		ctx_hook(ctx, sk, NULL);
+		write_unlock_bh(&sk->sk_callback_lock);
 	}
 	return rc;
 }
@@ -585,10 +886,11 @@ static __poll_t ntbsmc_poll(struct file *file, struct socket *sock,
 {
 	struct sock *sk = sock->sk;
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	struct ntbsmc_conn *conn = ctx_conn(ctx);
 
-	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+	if (conn) {
 		sock_poll_wait(file, sock, wait);
-		return ntbsmc_conn_poll(sk, ctx->conn);
+		return ntbsmc_conn_poll(sk, conn);
 	}
 	if (!in_handshake(sk, ctx))
 		return ctx->sk_ops->poll(file, sock, wait);
@@ -656,7 +958,11 @@ int ntbsmc_ulp_init(void)
 {
 	int rc;
 
-	ntbsmc_wq = alloc_workqueue("ntbsmc_hs", WQ_UNBOUND, 0);
+	/*
+	 * Handshakes sleep on the peer: as many may run as max_handshakes lets
+	 * servers start, in every namespace, beside the clients'.
+	 */
+	ntbsmc_wq = alloc_workqueue("ntbsmc_hs", WQ_UNBOUND, WQ_MAX_ACTIVE);
 	if (!ntbsmc_wq)
 		return -ENOMEM;
 	build_protos(ntbsmc_prots[NTBSMC_V4], &ntbsmc_proto_ops[NTBSMC_V4], &tcp_prot,
