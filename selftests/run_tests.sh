@@ -28,7 +28,8 @@ trap vm_cleanup EXIT
 
 FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
 	      fabric/doorbell_rtt.sh fabric/ntb_perf.sh fabric/ntb_transport.sh)
-ULP_TESTS=(ulp/basic.sh ulp/buffers.sh ulp/sockets.sh ulp/fallback.sh ulp/apps.sh ulp/hostile.sh
+ULP_TESTS=(ulp/basic.sh ulp/buffers.sh ulp/sockets.sh ulp/close.sh ulp/fallback.sh ulp/apps.sh
+	   ulp/hostile.sh ulp/flood.sh ulp/storm.sh
 	   dma/paths.sh dma/faults.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
@@ -87,7 +88,7 @@ job() {
 	local vm=$1
 	shift
 	cat >"$RUN/job.$vm" <<JOB
-export REPO=$REPO KBUILD=$KBUILD IVS_PARAMS="$IVS_PARAMS"
+export REPO=$REPO KBUILD=$KBUILD IVS_PARAMS="$IVS_PARAMS" CLOSE_ROUNDS=${CLOSE_ROUNDS:-}
 bash $REPO/selftests/vm/guest-run.sh $* >/run/out/tap.$vm
 JOB
 }

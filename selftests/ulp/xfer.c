@@ -18,7 +18,8 @@
  *
  * with the connection's mode and fallback reason (getsockopt NTBSMC_INFO;
  * "reason": "no_ulp" where the socket has no ntbsmc ULP), the bytes that crossed
- * NTB, the ports and the time. Exit status 1 when any byte was wrong or an error
+ * NTB, the ports and the time; the client's also says how long its connect()
+ * took ("connect_ms": with ntbsmc, the handshake's time too). Exit status 1 when any byte was wrong or an error
  * ended a connection; with --allow-reset a reset or timeout of the connection is
  * an outcome ("outcome": "reset"), not a failure. --hold FILE keeps the connection
  * open after its exchange, with the JSON line already printed, until FILE exists.
@@ -90,6 +91,7 @@ static struct {
 };
 
 static double connected_at;	/* when the current connection was established */
+static double connect_secs;	/* client: how long its connect() took (handshake included) */
 
 static double now(void)
 {
@@ -489,6 +491,8 @@ static bool session(int fd, const char *seed_text)
 	if (sending && opt.fork_ms)
 		printf("\"fork_during_send\": %s, ",
 		       snd.forked_at < snd.send_end ? "true" : "false");
+	if (!opt.server)
+		printf("\"connect_ms\": %.1f, ", connect_secs * 1000);
 	print_info(fd);
 	printf(", \"role\": \"%s\", \"bytes\": %" PRIu64 ", \"local_port\": %u, "
 	       "\"peer_port\": %u, \"secs\": %.4f, \"mb_per_s\": %.1f}\n",
@@ -650,9 +654,13 @@ int main(int argc, char **argv)
 			 * socket cannot connect again.
 			 */
 			for (;;) {
+				double t = now();
+
 				fd = new_socket(ai->ai_family);
-				if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+				if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+					connect_secs = now() - t;
 					break;
+				}
 				err = errno;
 				close(fd);
 				if (err != ECONNREFUSED || now() > end)

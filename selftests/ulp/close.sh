@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Close after write: the client writes and at once closes (or shuts down, exits,
+# lingers); the server reads to EOF and must get every byte, in order, then EOF,
+# on each copy path. The end of the NTB data is signalled in the ring after the
+# last byte: TCP's FIN, which the closing socket sends at once, must not end the
+# reader's data early (DMA writes may still be on their way when it arrives).
+#
+#   host b: closer client --how HOW  ---- NTB (cpu | staged DMA | zero-copy) --->
+#   host a: closer server (reads to EOF, checks each byte, counts NTB rounds)
+#
+# CLOSE_ROUNDS (default 8; the 4 MiB cases a fifth of it) rounds a case; every round must have run over NTB,
+# and the client's namespace counters must show the bytes went by the path named.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+source "$REPO/selftests/dma/lib.sh"
+
+case $1 in
+setup) dma_setup; exit ;;
+cleanup) dma_cleanup; exit ;;
+esac
+
+CLOSER=$REPO/selftests/ulp/closer
+R=${CLOSE_ROUNDS:-8}
+ulp_wait_active
+port=7100
+
+# close_case NAME PATH ROUNDS BYTES SERVER_OPTS CLIENT_OPTS: ROUNDS connections
+# of BYTES each from b to a over PATH (cpu, dma, zc).
+close_case() {
+	local name=$1 path=$2 rounds=$3 bytes=$4 sopts=$5 copts=$6 my=$MY_IP peer=$PEER_IP
+	local before after moved rc
+	port=$((port + 1))
+	case " $copts " in *" -6 "*) my=$MY_IP6 peer=$PEER_IP6 copts=${copts/-6/} ;; esac
+	case $path in
+	cpu) dma_paths 0 0 ;;
+	dma) dma_paths 4096 0 ;;
+	zc) dma_paths 4096 4096 ;;
+	esac
+	before=$(ntb_stat "${path}_bytes")
+	if [ "$ROLE" = a ]; then
+		# shellcheck disable=SC2086
+		inns "$CLOSER" server "$my" $port --rounds "$rounds" --bytes "$bytes" $sopts \
+			>"$WORK/$name.json" 2>&1 &
+		local srv=$!
+		wait_for 90 "server on $port" pid_listening $srv $port
+		barrier "$name-listening"
+		wait $srv
+		rc=$?
+	else
+		barrier "$name-listening"
+		# shellcheck disable=SC2086
+		inns "$CLOSER" client "$peer" $port --rounds "$rounds" --bytes "$bytes" $copts \
+			>"$WORK/$name.json" 2>&1
+		rc=$?
+	fi
+	check "$name: closer $ROLE exited $rc: $(cat "$WORK/$name.json")" [ $rc = 0 ]
+	out=$(tail -1 "$WORK/$name.json")
+	log "$name: $out"
+	check "$name: $(jfield "$out" lost) of $rounds rounds lost bytes" \
+		[ "$(jfield "$out" lost)" = 0 ]
+	check "$name: $(jfield "$out" ntb) of $rounds rounds over NTB" \
+		[ "$(jfield "$out" ntb)" = "$rounds" ]
+	if [ "$ROLE" = a ]; then
+		check "$name: $(jfield "$out" ntb_bytes) bytes over NTB, want $((rounds * bytes))" \
+			[ "$(jfield "$out" ntb_bytes)" = $((rounds * bytes)) ]
+	else
+		after=$(ntb_stat "${path}_bytes")
+		moved=$((after - before))
+		check "$name: $moved bytes by $path, want at least $((rounds * bytes))" \
+			[ "$moved" -ge $((rounds * bytes)) ]
+	fi
+	barrier "$name-done"
+}
+
+K=131072
+M4=$((4 * 1048576))
+for path in cpu dma zc; do
+	close_case "close_$path" $path "$R" $K "" "--how close"
+	close_case "close_4m_$path" $path $(((R + 4) / 5)) $M4 "" "--how close"
+	close_case "slow_reader_$path" $path $(((R + 4) / 5)) $M4 "--slow" "--how close"
+	close_case "exit_$path" $path "$R" $K "" "--how exit"
+done
+close_case shutdown_dma dma "$R" $K "" "--how shutdown"
+close_case linger_dma dma "$R" $K "" "--how linger"
+close_case nonblock_zc zc "$R" $K "" "--how close --nonblock"
+close_case nonblock_v6_dma dma "$R" $K "" "-6 --how close --nonblock"
+
+barrier close-done
+wait_for 10 "every pinned page released" pins_balanced
+checked

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+/* closer: write, then close at once; the peer must read every byte, then EOF. */
+
+/*
+ *   closer server ADDR PORT --rounds N --bytes B [--slow]
+ *   closer client ADDR PORT --rounds N --bytes B [--how HOW] [--nonblock]
+ *   closer flood ADDR PORT --rounds N [--secs S]
+ *
+ * The commonest socket pattern there is (an HTTP/1.0 server, `cat file | ncat`,
+ * any program that exits after its last write): the client connects with the
+ * ntbsmc ULP, writes B bytes in one write() (with --nonblock: as fast as
+ * poll() lets it) and at once ends the connection, HOW:
+ *
+ *   close      close()
+ *   shutdown   shutdown(SHUT_WR), then read to EOF, then close()
+ *   exit       a child process writes and exits without closing
+ *   linger     SO_LINGER of 10 s, then close(): returns once the data is out
+ *
+ * The server accepts N connections one after the other and reads each to EOF
+ * (with --slow in 4 KiB reads, 1 ms apart), checking every byte: round R's byte K
+ * is a function of R and K, so a lost, repeated or shifted block is found. A
+ * round is lost when the bytes before EOF are not exactly the B sent, or the
+ * read failed. Each side prints one JSON line:
+ *
+ *   {"rounds": 50, "lost": 0, "ntb": 50, "ntb_bytes": 6553600, "first": "..."}
+ *
+ * "ntb" counts the rounds that ran over NTB and "ntb_bytes" the bytes that
+ * crossed it (the server's rx_bytes, the client's tx_bytes): a connection that
+ * fell back to TCP also delivers. Exit status 1 on any lost round or error.
+ * Every socket times out after 120 s.
+ *
+ * flood opens N connections with the ULP at once (non-blocking), closes them
+ * 1.5 s later and opens N more, for S seconds (10): with a kernel that stalls
+ * their handshakes (ntbsmc's fault_silent_port), the load of a host that keeps
+ * opening connections that offer ntbsmc and never speak. It prints how many
+ * TCP established.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/ntbsmc.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+
+#define IO_TIMEOUT_S	120
+#define CONNECT_RETRY_S	30
+
+static struct {
+	const char *addr, *port, *how;
+	unsigned long rounds;
+	size_t bytes;
+	bool slow, nonblock;
+	unsigned long secs;
+} opt = { .rounds = 1, .bytes = 131072, .how = "close", .secs = 10 };
+
+static struct {
+	unsigned long lost, ntb;
+	uint64_t ntb_bytes;
+	char first[160];
+} res;
+
+static void lost(unsigned long round, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void lost(unsigned long round, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	res.lost++;
+	if (res.first[0])
+		return;
+	n = snprintf(res.first, sizeof(res.first), "round %lu: ", round);
+	va_start(ap, fmt);
+	vsnprintf(res.first + n, sizeof(res.first) - n, fmt, ap);
+	va_end(ap);
+}
+
+static void __attribute__((noreturn)) die(const char *what)
+{
+	fprintf(stderr, "closer: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* Byte K of round R: any block lost, repeated or moved shows. */
+static unsigned char pattern(unsigned long round, size_t k)
+{
+	uint64_t z = (k / 8 + 1) * 0x9e3779b97f4a7c15ULL + round;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return (z ^ (z >> 31)) >> (8 * (k % 8));
+}
+
+static struct addrinfo *resolve(void)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo *ai;
+	int rc = getaddrinfo(opt.addr, opt.port, &hints, &ai);
+
+	if (rc) {
+		fprintf(stderr, "closer: %s: %s\n", opt.addr, gai_strerror(rc));
+		exit(2);
+	}
+	return ai;
+}
+
+static void timeouts(int fd)
+{
+	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		die("SO_RCVTIMEO");
+}
+
+static int ulp_socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		die("socket");
+	if (setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", sizeof("ntbsmc")))
+		die("TCP_ULP ntbsmc");
+	timeouts(fd);
+	return fd;
+}
+
+/* Counts the round as NTB if it is, with the bytes the socket moved over NTB. */
+static void count_ntb(int fd, bool rx)
+{
+	struct ntbsmc_info info;
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(fd, SOL_NTBSMC, NTBSMC_INFO, &info, &len))
+		die("NTBSMC_INFO");
+	if (info.mode != NTBSMC_MODE_NTB)
+		return;
+	res.ntb++;
+	res.ntb_bytes += rx ? info.rx_bytes : info.tx_bytes;
+}
+
+static void server_round(int lfd, unsigned long round, unsigned char *buf)
+{
+	size_t got = 0, want = opt.bytes, n, k;
+	int fd = accept(lfd, NULL, NULL);
+	ssize_t r;
+
+	if (fd < 0)
+		die("accept");
+	timeouts(fd);
+	for (;;) {
+		n = opt.slow ? 4096 : opt.bytes + 1;
+		r = recv(fd, buf, n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			lost(round, "recv after %zu of %zu bytes: %s", got, want,
+			     strerrorname_np(errno) ?: "?");
+			break;
+		}
+		if (!r) {
+			if (got != want)
+				lost(round, "EOF after %zu of %zu bytes", got, want);
+			break;
+		}
+		for (k = 0; k < (size_t)r; k++) {
+			if (got + k >= want || buf[k] != pattern(round, got + k)) {
+				lost(round, "byte %zu wrong", got + k);
+				goto out;
+			}
+		}
+		got += r;
+		if (opt.slow)
+			usleep(1000);
+	}
+out:
+	count_ntb(fd, true);
+	close(fd);
+}
+
+static void run_server(void)
+{
+	struct addrinfo *ai = resolve();
+	unsigned char *buf = malloc(opt.bytes + 1);
+	unsigned long i;
+	int one = 1, lfd;
+
+	if (!buf)
+		die("malloc");
+	lfd = ulp_socket(ai->ai_family);
+	if (setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		die("SO_REUSEADDR");
+	if (bind(lfd, ai->ai_addr, ai->ai_addrlen) || listen(lfd, 1024))
+		die("bind/listen");
+	for (i = 0; i < opt.rounds; i++)
+		server_round(lfd, i, buf);
+	close(lfd);
+	free(buf);
+	freeaddrinfo(ai);
+}
+
+static int client_connect(struct addrinfo *ai)
+{
+	time_t until = time(NULL) + CONNECT_RETRY_S;
+	int fd;
+
+	for (;;) {
+		fd = ulp_socket(ai->ai_family);
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+			return fd;
+		if (errno != ECONNREFUSED || time(NULL) > until)
+			die("connect");
+		close(fd);
+		usleep(100000);
+	}
+}
+
+/* Writes all of BUF: in one write(), or non-blocking as poll() allows. */
+static void write_all(int fd, const unsigned char *buf, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	ssize_t n;
+
+	if (opt.nonblock && fcntl(fd, F_SETFL, O_NONBLOCK))
+		die("O_NONBLOCK");
+	while (len) {
+		n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EAGAIN && opt.nonblock) {
+			if (poll(&p, 1, IO_TIMEOUT_S * 1000) != 1)
+				die("poll");
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die("send");
+		buf += n;
+		len -= n;
+	}
+}
+
+static void client_round(struct addrinfo *ai, unsigned long round, unsigned char *buf)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 10 };
+	int fd, status;
+	char c;
+	size_t k;
+	pid_t pid;
+
+	for (k = 0; k < opt.bytes; k++)
+		buf[k] = pattern(round, k);
+	fd = client_connect(ai);
+	count_ntb(fd, false);
+	if (!strcmp(opt.how, "exit")) {
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			write_all(fd, buf, opt.bytes);
+			_exit(0);	/* the kernel closes the socket */
+		}
+		close(fd);
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			lost(round, "the writing child failed");
+		return;
+	}
+	write_all(fd, buf, opt.bytes);
+	if (!strcmp(opt.how, "shutdown")) {
+		if (shutdown(fd, SHUT_WR))
+			die("shutdown");
+		if (fcntl(fd, F_SETFL, 0))
+			die("F_SETFL");
+		if (recv(fd, &c, 1, 0) != 0)
+			lost(round, "no EOF from the server after shutdown");
+	} else if (!strcmp(opt.how, "linger")) {
+		if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)))
+			die("SO_LINGER");
+	}
+	close(fd);
+}
+
+static void run_client(void)
+{
+	struct addrinfo *ai = resolve();
+	unsigned char *buf = malloc(opt.bytes);
+	unsigned long i;
+
+	if (!buf)
+		die("malloc");
+	for (i = 0; i < opt.rounds; i++)
+		client_round(ai, i, buf);
+	free(buf);
+	freeaddrinfo(ai);
+}
+
+static void run_flood(void)
+{
+	struct addrinfo *ai = resolve();
+	unsigned long i, waves = 0, up = 0;
+	time_t end = time(NULL) + opt.secs;
+	struct tcp_info ti;
+	socklen_t len;
+	int *fds = calloc(opt.rounds, sizeof(int));
+
+	if (!fds)
+		die("calloc");
+	do {
+		for (i = 0; i < opt.rounds; i++) {
+			fds[i] = ulp_socket(ai->ai_family);
+			if (fcntl(fds[i], F_SETFL, O_NONBLOCK))
+				die("O_NONBLOCK");
+			if (connect(fds[i], ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
+				die("connect");
+		}
+		usleep(1500000);
+		for (i = 0; i < opt.rounds; i++) {
+			len = sizeof(ti);
+			if (!getsockopt(fds[i], SOL_TCP, TCP_INFO, &ti, &len) &&
+			    ti.tcpi_state == 1 /* TCP_ESTABLISHED */)
+				up++;
+			close(fds[i]);
+		}
+		waves++;
+	} while (time(NULL) < end);
+	printf("{\"flood\": %lu, \"waves\": %lu, \"established\": %lu}\n", opt.rounds,
+	       waves, up);
+	free(fds);
+	freeaddrinfo(ai);
+	exit(0);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: closer server|client|flood ADDR PORT [--rounds N] [--bytes B] "
+			"[--slow] [--how close|shutdown|exit|linger] [--nonblock] [--secs S]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	bool server;
+	int i;
+
+	if (argc < 4)
+		usage();
+	server = !strcmp(argv[1], "server");
+	if (!server && strcmp(argv[1], "client") && strcmp(argv[1], "flood"))
+		usage();
+	opt.addr = argv[2];
+	opt.port = argv[3];
+	for (i = 4; i < argc; i++) {
+		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			opt.rounds = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
+			opt.bytes = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--how") && i + 1 < argc)
+			opt.how = argv[++i];
+		else if (!strcmp(argv[i], "--slow"))
+			opt.slow = true;
+		else if (!strcmp(argv[i], "--nonblock"))
+			opt.nonblock = true;
+		else if (!strcmp(argv[i], "--secs") && i + 1 < argc)
+			opt.secs = strtoul(argv[++i], NULL, 0);
+		else
+			usage();
+	}
+	if (!opt.rounds || !opt.bytes ||
+	    (strcmp(opt.how, "close") && strcmp(opt.how, "shutdown") &&
+	     strcmp(opt.how, "exit") && strcmp(opt.how, "linger")))
+		usage();
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(argv[1], "flood"))
+		run_flood();
+	if (server)
+		run_server();
+	else
+		run_client();
+	printf("{\"rounds\": %lu, \"lost\": %lu, \"ntb\": %lu, \"ntb_bytes\": %" PRIu64
+	       ", \"first\": \"%s\"}\n", opt.rounds, res.lost, res.ntb, res.ntb_bytes, res.first);
+	return res.lost ? 1 : 0;
+}

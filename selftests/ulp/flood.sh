@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A hostile host floods a server with connections that offer ntbsmc and then say
+# nothing (each stalls its server-side handshake until the handshake timeout);
+# an honest client's connections to another port of the same server must still
+# get NTB, or fall back at once, never wait behind the flood:
+#
+#   host b: closer flood (40 connections a wave to port F, handshakes silent)
+#           xfer client --ulp, 64 KiB both ways, to port H, 4 times
+#   host a: closer server on F (accepts, reads), xfer server --ulp on H
+#
+# net.ntbsmc.max_handshakes bounds the server handshakes at once; SYNs beyond
+# it are answered without the offer (server reason "congested"). The emulated
+# hosts cannot open the hundreds of connections that fill the handshake
+# workqueue, so host a's bound is lowered to 4 for the test: the flood holds it
+# full, honest connections must fall back at once (connect() well within the
+# handshake timeout, bytes intact), the server counts them as congested, and
+# once the flood is over an honest connection runs over NTB again.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+P=/sys/module/ntbsmc/parameters
+case $1 in
+setup) ulp_setup; exit ;;
+cleanup)
+	echo 0 >$P/fault_silent_port 2>/dev/null
+	ulp_cleanup
+	exit ;;
+esac
+
+CLOSER=$REPO/selftests/ulp/closer
+ulp_wait_active
+flood=7300 honest=7301 n=40 rounds=4
+hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
+if [ "$ROLE" = a ]; then
+	old_max=$(inns cat /proc/sys/net/ntbsmc/max_handshakes)
+	inns sysctl -q -w net.ntbsmc.max_handshakes=4 || fail "cannot set max_handshakes"
+	inns "$CLOSER" server "$MY_IP" $flood --rounds 10000 --bytes 1 >/dev/null 2>&1 &
+	fsrv=$!
+	inns "$XFER" server "$MY_IP" $honest --ulp --conns $((rounds + 1)) >"$WORK/honest.json" &
+	hsrv=$!
+	wait_for 90 "flood server" pid_listening $fsrv $flood
+	wait_for 90 "honest server" pid_listening $hsrv $honest
+	barrier flood-listening
+	barrier flood-over 300
+	# its close waits for the handshakes of the listener's children to end
+	kill $fsrv 2>/dev/null
+	wait $fsrv 2>/dev/null
+	inns sysctl -q -w net.ntbsmc.max_handshakes="$old_max"
+	barrier flood-drained
+	wait $hsrv || check "honest server failed: $(cat "$WORK/honest.json")" false
+	st=$(inns "$NTBSMC_CLI" -j stats)
+	log "stats: $st"
+	re='"fallback_server": *\{[^}]*"congested": *([0-9]+)'
+	[[ $st =~ $re ]] && cong=${BASH_REMATCH[1]} || cong=missing
+	check "server fallbacks counted as congested: $cong, want some" \
+		[ "$cong" != missing -a "$cong" != 0 ]
+else
+	barrier flood-listening
+	echo $flood >$P/fault_silent_port
+	inns "$CLOSER" flood "$PEER_IP" $flood --rounds $n --secs 15 >"$WORK/flood.json" &
+	fl=$!
+	# let the flood's handshakes fill the server
+	wait_for 60 "the flood's connections" \
+		test "$(inns ss -Htn state established "( dport = :$flood )" | wc -l)" -ge 8
+	fell=0
+	for i in $(seq $rounds); do
+		inns "$XFER" client "$PEER_IP" $honest --ulp --bytes 65536 --both \
+			>"$WORK/honest$i.json"
+		rc=$?
+		check "honest connection $i failed: $(cat "$WORK/honest$i.json")" [ $rc = 0 ]
+		out=$(tail -1 "$WORK/honest$i.json")
+		log "honest $i: $out"
+		ms=$(jfield "$out" connect_ms)
+		check "honest $i: connect took $ms ms, bound $hs_ms ms (mode $(jfield "$out" mode), reason $(jfield "$out" reason))" \
+			[ "${ms%.*}" -lt "$hs_ms" ]
+		check "honest $i: mode $(jfield "$out" mode) reason $(jfield "$out" reason) intact $(jfield "$out" intact)" \
+			one_of "$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" intact)" \
+			ntb/none/true tcp/peer_no_offer/true
+		[ "$(jfield "$out" mode)" = tcp ] && fell=$((fell + 1))
+	done
+	check "none of $rounds honest connections met the full bound" [ $fell -gt 0 ]
+	wait $fl
+	log "flood: $(cat "$WORK/flood.json")"
+	echo 0 >$P/fault_silent_port
+	barrier flood-over
+	barrier flood-drained
+	# the flood is over and its handshakes ended: NTB again
+	inns "$XFER" client "$PEER_IP" $honest --ulp --bytes 65536 --both >"$WORK/after.json"
+	out=$(tail -1 "$WORK/after.json")
+	log "after the flood: $out"
+	check "after the flood: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
+		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+fi
+barrier flood-end
+checked

@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A listener closes under a connect storm: host b keeps opening connections with
+# the ULP while host a's server is killed (so the kernel closes the listener with
+# children in their handshake and in its accept queue, and the accepted one
+# mid-read), at a random moment, STORM_ROUNDS times (seeded: STORM_SEED):
+#
+#   host b: closer flood, 40 connections a wave   ---->  host a: closer server, killed
+#
+# Afterwards every receive buffer is free again on both hosts (nothing leaked a
+# slot, a connection or a device reference) and the kernel logged no splat (the
+# harness checks the guests' logs).
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+case $1 in
+setup) ulp_setup; exit ;;
+cleanup) ulp_cleanup; exit ;;
+esac
+
+CLOSER=$REPO/selftests/ulp/closer
+ulp_wait_active
+RANDOM=${STORM_SEED:-1805}
+rounds=${STORM_ROUNDS:-6}
+port=7400
+log "seed ${STORM_SEED:-1805}, $rounds rounds"
+
+# buffers_free: no receive buffer of this host's NTB port is held.
+buffers_free() {
+	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" buffers)" = 0 ]
+}
+
+for i in $(seq "$rounds"); do
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		inns "$CLOSER" server "$MY_IP" $port --rounds 1000 --bytes 1 >/dev/null 2>&1 &
+		srv=$!
+		wait_for 90 "server on $port" pid_listening $srv $port
+		barrier "storm$i-listening"
+		nap "0.$((RANDOM % 9 + 1))"
+		kill -9 $srv
+		wait $srv 2>/dev/null
+	else
+		barrier "storm$i-listening"
+		inns "$CLOSER" flood "$PEER_IP" $port --rounds 40 --secs 1 >"$WORK/storm$i.json" 2>&1
+		log "storm $i: $(cat "$WORK/storm$i.json")"
+	fi
+	barrier "storm$i-done"
+done
+wait_for 60 "every receive buffer free again" buffers_free
+barrier storm-end
+checked
