@@ -79,7 +79,7 @@ int ntbsmc_sock_set_conn(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn)
  */
 static struct ntbsmc_conn *ctx_conn(struct ntbsmc_sock *ctx)
 {
-	if (smp_load_acquire(&ctx->mode) != NTBSMC_MODE_NTB)
+	if (smp_load_acquire(&ctx->mode) != NTBSMC_MODE_NTB)	/* pairs: ctx_finish() */
 		return NULL;
 	return READ_ONCE(ctx->conn);
 }
@@ -386,7 +386,7 @@ static int ntbsmc_ulp_init_sk(struct sock *sk)
 static struct proto *tcp_proto_of(const struct sock *sk)
 {
 	if (sk_fam(sk) == NTBSMC_V6)
-		return (struct proto *)smp_load_acquire(&saved_tcpv6_prot);
+		return (struct proto *)smp_load_acquire(&saved_tcpv6_prot);	/* ntbsmc_build() */
 	return &tcp_prot;
 }
 
@@ -503,9 +503,11 @@ static void ntbsmc_ulp_release(struct sock *sk)
 		return;
 	spin_lock_bh(&ntbsmc_socks_lock);
 	list_del(&ctx->node);
-	/* The rest of the destruction must not use our tables: the module
+	/*
+	 * The rest of the destruction must not use our tables: the module
 	 * reference goes with this ULP. A handshake's end, which may run on
-	 * another CPU, sees the context dead under this lock first. */
+	 * another CPU, sees the context dead under this lock first.
+	 */
 	WRITE_ONCE(sk->sk_prot, ctx->sk_proto);
 	conn = ctx->conn;
 	WRITE_ONCE(ctx->conn, NULL);
