@@ -37,12 +37,15 @@ for i in $(seq "$rounds"); do
 		srv=$!
 		wait_for 90 "server on $port" pid_listening $srv $port
 		barrier "storm$i-listening"
-		nap "0.$((RANDOM % 9 + 1))"
+		# the storm has reached the listener: children in their handshakes
+		wait_for 60 "the storm's first connections" \
+			test "$(inns ss -Htn "( sport = :$port )" | wc -l)" -ge 2
+		nap "0.$((RANDOM % 5))"
 		kill -9 $srv
 		wait $srv 2>/dev/null
 	else
 		barrier "storm$i-listening"
-		inns "$CLOSER" flood "$PEER_IP" $port --rounds 40 --secs 1 >"$WORK/storm$i.json" 2>&1
+		inns "$CLOSER" flood "$PEER_IP" $port --rounds 40 --secs 3 >"$WORK/storm$i.json" 2>&1
 		log "storm $i: $(cat "$WORK/storm$i.json")"
 	fi
 	barrier "storm$i-done"
