@@ -29,6 +29,11 @@ MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized hand
 
 enum { FAULT_NONE, FAULT_TRUNCATED, FAULT_GARBAGE, FAULT_OVERSIZED, FAULT_SLOW, FAULT_VERSION };
 
+/* Test only: a server that holds its connection this long before it accepts. */
+static unsigned int fault_accept_delay_ms;
+module_param(fault_accept_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_accept_delay_ms, "Test only: a server handshake waits this long (at most 1000 ms) with its buffer set up, before ACCEPT");
+
 /* Test only: a host that offers ntbsmc to this port and then says nothing. */
 static unsigned int fault_silent_port;
 module_param(fault_silent_port, uint, 0644);
@@ -502,6 +507,8 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	rc = clc_attach(&io, conn, &in.prop.rmb);
 	if (rc)
 		return rc;
+	if (unlikely(READ_ONCE(fault_accept_delay_ms)))
+		msleep(min(READ_ONCE(fault_accept_delay_ms), 1000U));
 	fill_rmb(&acc.rmb, conn);
 	rc = clc_send(&io, &acc, NTBSMC_CLC_ACCEPT);
 	if (!rc)
