@@ -222,6 +222,19 @@ static void shutdown_locked(struct sock *sk, struct ntbsmc_sock *ctx, int how)
 }
 
 /*
+ * The connection runs over TCP from now on, for @reason: TCP's own tables but
+ * for getsockopt, so that the application can still ask why.
+ */
+static void ctx_to_tcp(struct sock *sk, struct ntbsmc_sock *ctx, u32 reason)
+{
+	ctx->reason = reason;
+	WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
+	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_FALLBACK]);
+	if (sk->sk_socket)
+		WRITE_ONCE(sk->sk_socket->ops, ctx->sk_ops);
+}
+
+/*
  * Ends the handshake: NTB mode (rc 0), plain TCP with a reason (rc > 0), or a
  * reset TCP connection (rc < 0: the handshake bytes can no longer be accounted
  * for, so neither end may fall back). Wakes everyone who waited for it.
@@ -229,7 +242,6 @@ static void shutdown_locked(struct sock *sk, struct ntbsmc_sock *ctx, int how)
 static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 {
 	struct sock *sk = ctx->sk;
-	int fam = sk_fam(sk);
 	bool dead;
 
 	/*
@@ -266,11 +278,7 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 	} else if (rc == 0) {
 		smp_store_release(&ctx->mode, NTBSMC_MODE_NTB);	/* after ctx->conn */
 	} else {
-		ctx->reason = rc;
-		WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
-		WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[fam][NTBSMC_FALLBACK]);
-		if (sk->sk_socket)
-			WRITE_ONCE(sk->sk_socket->ops, ctx->sk_ops);
+		ctx_to_tcp(sk, ctx, rc);
 	}
 	spin_unlock_bh(&ntbsmc_socks_lock);
 	if (!dead && ctx->hs_shutdown && !sk->sk_err)
@@ -572,11 +580,7 @@ static void fallback_locked(struct sock *sk, struct ntbsmc_sock *ctx, u32 reason
 	sock_owned_by_me(sk);
 	tcp_sk(sk)->syn_smc = 0;
 	ctx_unhook(ctx, sk);
-	ctx->reason = reason;
-	WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
-	WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_FALLBACK]);
-	if (sk->sk_socket)
-		WRITE_ONCE(sk->sk_socket->ops, ctx->sk_ops);
+	ctx_to_tcp(sk, ctx, reason);
 	count_result(ctx);
 }
 
@@ -805,11 +809,8 @@ static int disconnect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 	}
 	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
 		ntbsmc_conn_abort(ctx->conn, "disconnected (connect AF_UNSPEC)");
-		WRITE_ONCE(ctx->mode, NTBSMC_MODE_TCP);
-		ctx->reason = NTBSMC_REASON_DISCONNECTED;
 		tcp_sk(sk)->syn_smc = 0;
-		WRITE_ONCE(sk->sk_prot, &ntbsmc_prots[sk_fam(sk)][NTBSMC_FALLBACK]);
-		WRITE_ONCE(sock->ops, ctx->sk_ops);
+		ctx_to_tcp(sk, ctx, NTBSMC_REASON_DISCONNECTED);
 		/* ctx->conn stays, aborted, until ->release(): a poll may use it */
 	} else if (READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE) {
 		fallback_locked(sk, ctx, NTBSMC_REASON_DISCONNECTED);
