@@ -475,6 +475,13 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	rc = server_first_message(&io);
 	if (rc)
 		return rc;
+	/*
+	 * The client closed right after its HELLO (its FIN is here): an answer
+	 * would reach a closed socket, whose TCP resets the connection, and our
+	 * application would read ECONNRESET where TCP gives EOF.
+	 */
+	if (sock_flag(sk, SOCK_DONE) && !tcp_inq(sk))
+		return -ESHUTDOWN;
 	answer_by = ctx->hs_start +
 		    msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms)) / 2;
 	if (time_after(jiffies, answer_by))
