@@ -19,7 +19,6 @@
 #include <linux/module.h>
 #include <net/tcp.h>
 #include <linux/delay.h>
-#include <asm/unaligned.h>
 #include "ntbsmc.h"
 
 /* Test-only: makes this host misbehave in the handshake (selftests). */

@@ -5,7 +5,6 @@
 #include <linux/pci.h>
 #include <linux/property.h>
 #include <linux/dma-mapping.h>
-#include <asm/unaligned.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/io.h>

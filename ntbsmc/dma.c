@@ -391,8 +391,8 @@ static bool iter_user_span(const struct iov_iter *i, unsigned long *addr, size_t
 		return true;
 	}
 	if (iter_is_iovec(i) && i->nr_segs) {
-		*addr = (unsigned long)i->iov->iov_base + i->iov_offset;
-		*len = min(i->count, i->iov->iov_len - i->iov_offset);
+		*addr = (unsigned long)iter_iov(i)->iov_base + i->iov_offset;
+		*len = min(i->count, iter_iov(i)->iov_len - i->iov_offset);
 		return true;
 	}
 	return false;

@@ -115,7 +115,8 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	tbl[6].data = &nn->zerocopy_threshold;
 	tbl[7].data = &nn->max_handshakes;
 	/* Like net.ipv4: a namespace's settings are its own root's to change. */
-	nn->sysctl = register_net_sysctl(net, "net/ntbsmc", tbl);
+	nn->sysctl = ntbsmc_register_net_sysctl(net, "net/ntbsmc", tbl,
+						 ARRAY_SIZE(ntbsmc_sysctl_template) - 1);
 	if (!nn->sysctl) {
 		kfree(tbl);
 		return -ENOMEM;
@@ -131,7 +132,7 @@ static void __net_exit ntbsmc_net_pre_exit(struct net *net)
 static void __net_exit ntbsmc_net_exit(struct net *net)
 {
 	struct ntbsmc_net *nn = ntbsmc_net(net);
-	struct ctl_table *tbl = nn->sysctl->ctl_table_arg;
+	const struct ctl_table *tbl = nn->sysctl->ctl_table_arg;
 
 	unregister_net_sysctl_table(nn->sysctl);
 	kfree(tbl);

@@ -12,6 +12,7 @@
 #include <net/sock.h>
 #include <net/netns/generic.h>
 #include <uapi/linux/ntbsmc.h>
+#include "compat.h"
 #include "wire.h"
 
 #define NTBSMC_ID_LEN		16

@@ -596,7 +596,7 @@ static int hs_wait(struct sock *sk, struct ntbsmc_sock *ctx, int msg_flags, long
 		return 0;
 	if (!READ_ONCE(ctx->hs_started) && ctx->client) {
 		if (((msg_flags & MSG_FASTOPEN) && sk->sk_state == TCP_CLOSE) ||
-		    inet_sk(sk)->defer_connect) {
+		    ntbsmc_defer_connect(sk)) {
 			fallback_locked(sk, ctx, NTBSMC_REASON_FASTOPEN);
 			return 0;
 		}
@@ -662,6 +662,7 @@ static int ntbsmc_recvmsg(struct sock *sk, struct msghdr *msg, size_t len,
 	return ctx->sk_proto->recvmsg(sk, msg, len, flags, addr_len);
 }
 
+#if NTBSMC_HAVE_SENDPAGE
 static int ntbsmc_sendpage(struct sock *sk, struct page *page, int offset,
 			   size_t size, int flags)
 {
@@ -674,31 +675,49 @@ static int ntbsmc_sendpage(struct sock *sk, struct page *page, int offset,
 	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bvec, 1, size);
 	return ntbsmc_sendmsg(sk, &msg, size);
 }
+#endif
 
+/* SIOCINQ and SIOCOUTQ count the NTB ring's bytes */
+static int ioctl_val(struct ntbsmc_conn *conn, int cmd, int *val)
+{
+	switch (cmd) {
+	case SIOCINQ:
+		*val = ntbsmc_conn_inq(conn);
+		return 0;
+	case SIOCOUTQ:
+	case SIOCOUTQNSD:
+		*val = ntbsmc_conn_outq(conn);
+		return 0;
+	case SIOCATMARK:
+		*val = 0;
+		return 0;
+	}
+	return -ENOIOCTLCMD;
+}
+
+#if NTBSMC_IOCTL_KARG
+static int ntbsmc_ioctl(struct sock *sk, int cmd, int *karg)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	struct ntbsmc_conn *conn = ctx_conn(ctx);
+
+	if (!conn)
+		return ctx->sk_proto->ioctl(sk, cmd, karg);
+	return ioctl_val(conn, cmd, karg);
+}
+#else
 static int ntbsmc_ioctl(struct sock *sk, int cmd, unsigned long arg)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
 	struct ntbsmc_conn *conn = ctx_conn(ctx);
-	int val;
+	int val, rc;
 
 	if (!conn)
 		return ctx->sk_proto->ioctl(sk, cmd, arg);
-	switch (cmd) {
-	case SIOCINQ:
-		val = ntbsmc_conn_inq(conn);
-		break;
-	case SIOCOUTQ:
-	case SIOCOUTQNSD:
-		val = ntbsmc_conn_outq(conn);
-		break;
-	case SIOCATMARK:
-		val = 0;
-		break;
-	default:
-		return -ENOIOCTLCMD;
-	}
-	return put_user(val, (int __user *)arg);
+	rc = ioctl_val(conn, cmd, &val);
+	return rc ?: put_user(val, (int __user *)arg);
 }
+#endif
 
 static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 			     char __user *optval, int __user *optlen)
@@ -859,14 +878,14 @@ static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_
 	return rc == -EAGAIN ? -EINPROGRESS : rc;
 }
 
-static int ntbsmc_accept(struct socket *sock, struct socket *newsock, int flags,
-			 bool kern)
+static int ntbsmc_accept(struct socket *sock, struct socket *newsock,
+			 NTBSMC_ACCEPT_PARAMS)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sock->sk), *cctx;
 	struct sock *csk;
 	int rc;
 
-	rc = ctx->sk_ops->accept(sock, newsock, flags, kern);
+	rc = ctx->sk_ops->accept(sock, newsock, NTBSMC_ACCEPT_ARGS);
 	if (rc)
 		return rc;
 	csk = newsock->sk;
@@ -956,7 +975,9 @@ static void build_protos(struct proto prot[NTBSMC_NCONF], struct proto_ops *ops,
 	prot[NTBSMC_ACTIVE].close = ntbsmc_close;
 	prot[NTBSMC_ACTIVE].sendmsg = ntbsmc_sendmsg;
 	prot[NTBSMC_ACTIVE].recvmsg = ntbsmc_recvmsg;
+#if NTBSMC_HAVE_SENDPAGE
 	prot[NTBSMC_ACTIVE].sendpage = ntbsmc_sendpage;
+#endif
 	prot[NTBSMC_ACTIVE].ioctl = ntbsmc_ioctl;
 	prot[NTBSMC_ACTIVE].getsockopt = ntbsmc_getsockopt;
 

@@ -37,6 +37,7 @@
 #include <linux/string.h>
 #include <linux/workqueue.h>
 #include <linux/wait.h>
+#include <linux/version.h>
 
 #define DRV_NAME	"soft_dma"
 #define MMIO_BLOCK	SZ_2M		/* granule of the cached MMIO mappings */
@@ -544,7 +545,7 @@ err_free:
 	return rc;
 }
 
-static int sdma_remove(struct platform_device *pdev)
+static void sdma_remove(struct platform_device *pdev)
 {
 	struct sdma_dev *sd = platform_get_drvdata(pdev);
 	unsigned int i;
@@ -560,8 +561,17 @@ static int sdma_remove(struct platform_device *pdev)
 	}
 	/* sd lives on until the last client released its channel */
 	dma_async_device_unregister(&sd->dma);
+}
+
+/* 6.11: platform drivers' remove returns nothing */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)
+static int sdma_remove_int(struct platform_device *pdev)
+{
+	sdma_remove(pdev);
 	return 0;
 }
+#define sdma_remove sdma_remove_int
+#endif
 
 static struct platform_driver sdma_driver = {
 	.driver = { .name = DRV_NAME },

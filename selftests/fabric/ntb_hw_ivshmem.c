@@ -57,8 +57,9 @@
 #include <linux/spinlock.h>
 #include <linux/bitmap.h>
 
-#if !IS_ENABLED(CONFIG_DMA_OPS)
-#error "ntb_hw_ivshmem needs CONFIG_DMA_OPS (x86: CONFIG_GART_IOMMU)"
+/* 6.11 renamed CONFIG_DMA_OPS to CONFIG_ARCH_HAS_DMA_OPS */
+#if !IS_ENABLED(CONFIG_DMA_OPS) && !IS_ENABLED(CONFIG_ARCH_HAS_DMA_OPS)
+#error "ntb_hw_ivshmem needs dma_map_ops (x86: CONFIG_GART_IOMMU)"
 #endif
 
 #define DRV_NAME "ntb_hw_ivshmem"
