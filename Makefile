@@ -36,10 +36,10 @@ headers-check:
 	@for k in $(DEBIAN_KDIRS); do \
 		echo "headers-check: $$k"; \
 		d=$$(mktemp -d /tmp/ntbsmc-hc.XXXXXX) && \
-		cp -r Kbuild ntbsmc include $$d/ && mkdir -p $$d/selftests && \
+		cp -r Kbuild VERSION ntbsmc include $$d/ && mkdir -p $$d/selftests && \
 		cp -r selftests/fabric selftests/dma $$d/selftests/ && \
 		rm -f $$d/ntbsmc/*.o $$d/selftests/fabric/*.o $$d/selftests/dma/*.o && \
-		$(MAKE) -s -C $$k M=$$d W=1 $(MODULE_SRCS:.c=.o); \
+		$(MAKE) -s -C $$k M=$$d W=1 NTBSMC_SKIP_NTB_CHECK=1 $(MODULE_SRCS:.c=.o); \
 		rc=$$?; rm -rf $$d; [ $$rc = 0 ] || exit $$rc; \
 	done
 
@@ -63,4 +63,9 @@ clean:
 	-$(MAKE) -C netlink-tool clean
 	-$(MAKE) -C selftests/ulp clean
 
-.PHONY: all modules tools headers-check check demo bench install clean
+.PHONY: all modules tools headers-check check demo bench install clean deb
+
+# Debian packages ntbsmc-dkms and ntbsmc-tools (debian/deps.sh installs the
+# tools), built from a copy of the tree, in build/deb/ with lintian's report.
+deb:
+	debian/build-deb.sh build/deb

@@ -46,4 +46,5 @@ module_exit(ntbsmc_exit);
 MODULE_DESCRIPTION("ntbsmc: TCP sockets over PCIe NTB (TCP upper-layer protocol)");
 MODULE_AUTHOR("ntbsmc developers");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(NTBSMC_VERSION);
 MODULE_ALIAS_TCP_ULP("ntbsmc");
