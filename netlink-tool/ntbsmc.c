@@ -16,8 +16,9 @@
 
 #include "tool.h"
 
+/* From ../VERSION, by the Makefile: one version for module, tools and packages. */
 #ifndef NTBSMC_TOOL_VERSION
-#define NTBSMC_TOOL_VERSION "0.1"
+#error "NTBSMC_TOOL_VERSION not defined: build with netlink-tool/Makefile"
 #endif
 
 #define NETNS_RUN_DIR "/run/netns"
