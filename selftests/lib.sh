@@ -14,8 +14,11 @@
 #   SYNC          a directory both hosts see, private to this test
 #   TOPO          onevm or twovm
 #   KBUILD REPO   the test kernel's build tree and the source tree
+#   MODDIR        where our modules for this kernel were built (REPO, or a
+#                 copy of the module sources for a second kernel series)
 
 KSFT_SKIP=4
+MODDIR=${MODDIR:-$REPO}
 NTB_DBG=/sys/kernel/debug
 
 # Scratch files: per role, since both hosts of the one-VM topology share /tmp.

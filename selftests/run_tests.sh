@@ -13,6 +13,11 @@
 #   |  ntb port 0 <-ivshmem-> port 1|      |  ntb port 0 <-ivshmem-> port 1   |
 #   +-------------------------------+      +-----------+          +-----------+
 #
+# The guests run Linux 6.1 (Debian 12's series) unless named otherwise: the PEX-8749
+# profile's VM runs 6.12 (Debian 13's), and so does VM b of the two-VM boot, whose
+# hosts are then a mixed pair, as in a cluster upgraded one host at a time. Each
+# boot's TAP names say its kernels. NTBSMC_SERIES2= (empty) runs all on 6.1.
+#
 # Guest logs stay in selftests/output/<time>/ (selftests/output/latest).
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +29,13 @@ make -s headers-check || exit 1
 TOP=${NTBSMC_OUT:-$REPO/selftests/output}/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$TOP"
 ln -sfn "$TOP" "$(dirname "$TOP")/latest"
+BOOTS=${NTBSMC_BOOTS:-onevm-default onevm-pex8749 twovm}
+SERIES2=${NTBSMC_SERIES2-6.12}
+KBUILD2=""
+case " $BOOTS " in *" onevm-pex8749 "* | *" twovm "*) ;; *) SERIES2="" ;; esac
+if [ -n "$SERIES2" ]; then
+	vm_prepare_series debug "$SERIES2" "$TOP/modules-$SERIES2" || exit 1
+fi
 trap vm_cleanup EXIT
 
 FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
@@ -37,7 +49,6 @@ if [ -n "${NTBSMC_TESTS:-}" ]; then
 	read -r -a FABRIC_TESTS <<<"$NTBSMC_TESTS"
 	ULP_TESTS=()
 fi
-BOOTS=${NTBSMC_BOOTS:-onevm-default onevm-pex8749 twovm}
 
 # Each boot runs in its own subshell and appends its results, one TAP-like line
 # each ("ok NAME", "not ok NAME # why"), to $RUN/results.
@@ -85,11 +96,13 @@ PY
 }
 
 # job VM ARGS...: the guest job of VM: run guest-run.sh with ARGS, TAP to tap.VM.
+# The VM's kernel tree and modules are KBUILD_<VM> and MODDIR_<VM> if set.
 job() {
-	local vm=$1
+	local vm=$1 kb md
 	shift
+	eval "kb=\${KBUILD_$vm:-\$KBUILD} md=\${MODDIR_$vm:-\$REPO}"
 	cat >"$RUN/job.$vm" <<JOB
-export REPO=$REPO KBUILD=$KBUILD IVS_PARAMS="$IVS_PARAMS" CLOSE_ROUNDS=${CLOSE_ROUNDS:-}
+export REPO=$REPO KBUILD=$kb MODDIR=$md IVS_PARAMS="$IVS_PARAMS" CLOSE_ROUNDS=${CLOSE_ROUNDS:-}
 bash $REPO/selftests/vm/guest-run.sh $* >/run/out/tap.$vm
 JOB
 }
@@ -131,10 +144,15 @@ check_boot() {
 	[ -z "$out" ] || printf '# %s: failed tests\n%s\n' "$boot" "$out"
 }
 
-# onevm_boot PROFILE: one VM, two hosts in namespaces.
+# onevm_boot PROFILE: one VM, two hosts in namespaces; the PEX-8749 profile's
+# on the second kernel series.
 onevm_boot() {
-	local profile=$1 tests
-	RUN=$TOP/onevm-$profile
+	local profile=$1 tests boot=onevm-$1-6.1
+	if [ "$profile" = pex8749 ] && [ -n "$KBUILD2" ]; then
+		boot=onevm-$profile-$SERIES2
+		KIMAGE_a=$KIMAGE2 KBUILD_a=$KBUILD2 MODDIR_a=$MODDIR2
+	fi
+	RUN=$TOP/$boot
 	mkdir -p "$RUN"
 	IVS_PARAMS="profile=$profile"
 	tests=("${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}")
@@ -143,24 +161,29 @@ onevm_boot() {
 	# depend on the profile.
 	[ "$profile" = pex8749 ] && [ -z "${NTBSMC_TESTS:-}" ] &&
 		tests=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_transport.sh ulp/basic.sh)
-	echo "# booting one VM ($profile profile)"
-	vm_server fabric || { record "not ok onevm-$profile/ivshmem_server"; return; }
+	echo "# booting one VM ($boot)"
+	vm_server fabric || { record "not ok $boot/ivshmem_server"; return; }
 	job a onevm "${tests[@]}"
 	vm_start a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
 	vm_wait a
-	check_boot "onevm-$profile" a
+	check_boot "$boot" a
 	vm_cleanup
 }
 
-# twovm_boot: two VMs joined by virtio-net over loopback; at the end VM b dies
-# and VM a must see the link go down within the link timeout.
+# twovm_boot: two VMs joined by virtio-net over loopback (VM b on the second
+# kernel series); at the end VM b dies and VM a must see the link go down within
+# the link timeout.
 twovm_boot() {
-	local t0 ms deadline
-	RUN=$TOP/twovm
+	local t0 ms deadline boot=twovm-6.1
+	if [ -n "$KBUILD2" ]; then
+		boot=twovm-6.1-$SERIES2
+		KIMAGE_b=$KIMAGE2 KBUILD_b=$KBUILD2 MODDIR_b=$MODDIR2
+	fi
+	RUN=$TOP/$boot
 	mkdir -p "$RUN"
 	IVS_PARAMS="profile=default"
-	echo "# booting two VMs"
-	vm_server fabric || { record "not ok twovm/ivshmem_server"; return; }
+	echo "# booting two VMs ($boot)"
+	vm_server fabric || { record "not ok $boot/ivshmem_server"; return; }
 	# The flood and the storm load one kernel's handshakes; in the budget
 	# of make check they run in the one-VM boot only.
 	local t tests=()
@@ -188,18 +211,18 @@ twovm_boot() {
 		if [ -e "$RUN/sync/twovm-peer_death/a.down" ]; then
 			ms=$((($(date +%s%N) - t0) / 1000000))
 			if [ "$ms" -le 1000 ]; then
-				record "ok twovm/link_down_when_peer_vm_dies # ${ms} ms"
+				record "ok $boot/link_down_when_peer_vm_dies # ${ms} ms"
 			else
-				record "not ok twovm/link_down_when_peer_vm_dies # ${ms} ms > 1000 ms"
+				record "not ok $boot/link_down_when_peer_vm_dies # ${ms} ms > 1000 ms"
 			fi
 		else
-			record "not ok twovm/link_down_when_peer_vm_dies # not seen within 30 s"
+			record "not ok $boot/link_down_when_peer_vm_dies # not seen within 30 s"
 		fi
 	else
-		record "not ok twovm/link_down_when_peer_vm_dies # VM b never got there"
+		record "not ok $boot/link_down_when_peer_vm_dies # VM b never got there"
 	fi
 	vm_wait a
-	check_boot twovm a b
+	check_boot "$boot" a b
 	vm_cleanup
 }
 

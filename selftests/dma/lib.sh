@@ -6,7 +6,7 @@ SOFT_DMA_DEV=/sys/bus/platform/devices/soft_dma
 NTBSMC_PARAMS=/sys/module/ntbsmc/parameters
 
 dma_setup() {
-	grep -q "^soft_dma " /proc/modules || run insmod "$REPO/selftests/dma/soft_dma.ko"
+	grep -q "^soft_dma " /proc/modules || run insmod "$MODDIR/selftests/dma/soft_dma.ko"
 	ulp_setup
 }
 

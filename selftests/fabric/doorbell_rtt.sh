@@ -5,7 +5,7 @@
 source "$REPO/selftests/lib.sh"
 
 case $1 in
-setup) insmod "$REPO/selftests/fabric/ntb_rtt.ko"; exit ;;
+setup) insmod "$MODDIR/selftests/fabric/ntb_rtt.ko"; exit ;;
 cleanup) unload_module ntb_rtt; exit ;;
 esac
 

@@ -8,7 +8,7 @@ NTBSMC_CLI=$REPO/netlink-tool/ntbsmc
 # each host's namespace its own port.
 ulp_setup() {
 	echo "ntbsmc-test: setup" >/dev/kmsg
-	grep -q "^ntbsmc " /proc/modules || run insmod "$REPO/ntbsmc/ntbsmc.ko"
+	grep -q "^ntbsmc " /proc/modules || run insmod "$MODDIR/ntbsmc/ntbsmc.ko"
 	if [ "$TOPO" = onevm ]; then
 		local h
 		for h in a b; do

@@ -3,7 +3,7 @@
 # Installs the Debian 12 packages the build, the tests and the demo need, if missing.
 set -eu
 pkgs=(build-essential bc bison flex libelf-dev libssl-dev pkg-config kmod cpio
-      linux-source-6.1 linux-headers-amd64 linux-headers-6.12-amd64 qemu-system-x86 libnl-3-dev
+      linux-source-6.1 linux-source-6.12 linux-headers-amd64 linux-headers-6.12-amd64 qemu-system-x86 libnl-3-dev
       libnl-genl-3-dev python3 iproute2 iputils-ping procps iperf3 ncat curl
       sockperf redis-server redis-tools)
 missing=()

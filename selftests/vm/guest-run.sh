@@ -7,7 +7,7 @@
 #   guest-run.sh twovm VM TEST...  this VM is host VM (a or b); the other VM owns the
 #                                  other NTB port, reached over virtio-net
 #
-# Environment from the host job: REPO KBUILD IVS_PARAMS.
+# Environment from the host job: REPO KBUILD MODDIR IVS_PARAMS.
 set -u
 topo=$1
 shift
@@ -20,12 +20,12 @@ source "$REPO/selftests/lib.sh"
 TEST_TIMEOUT=${TEST_TIMEOUT:-1200}
 ROLE=${me:-setup}
 PEER=none
-export REPO KBUILD TOPO=$topo
+export REPO KBUILD MODDIR TOPO=$topo
 
 nports=2
 [ "$topo" = twovm ] && nports=1
 # shellcheck disable=SC2086
-insmod "$REPO/selftests/fabric/ntb_hw_ivshmem.ko" ${IVS_PARAMS:-} || exit 1
+insmod "$MODDIR/selftests/fabric/ntb_hw_ivshmem.ko" ${IVS_PARAMS:-} || exit 1
 wait_for 60 "$nports NTB port(s)" test "$(ls /sys/bus/ntb/devices 2>/dev/null | wc -l)" -ge "$nports"
 
 declare -A port_dev

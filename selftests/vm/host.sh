@@ -24,6 +24,23 @@ vm_prepare() {
 	make -s -C "$REPO" KDIR="$KBUILD" all
 }
 
+# vm_prepare_series FLAVOUR SERIES DIR: the guest kernel FLAVOUR of a second
+# kernel series (6.12) for some guests, and our modules built against it in DIR,
+# a copy of their sources (kbuild leaves objects beside the sources, and REPO's
+# are the first kernel's). Sets KBUILD2, KIMAGE2 and MODDIR2.
+vm_prepare_series() {
+	KBUILD2=$("$REPO/selftests/vm/kernel.sh" "$1" "$2") || return 1
+	KIMAGE2=$KBUILD2/arch/x86/boot/bzImage
+	MODDIR2=$3
+	rm -rf "$MODDIR2"
+	mkdir -p "$MODDIR2/selftests"
+	cp -r "$REPO/Kbuild" "$REPO/VERSION" "$REPO/ntbsmc" "$REPO/include" "$MODDIR2/" &&
+	cp -r "$REPO/selftests/fabric" "$REPO/selftests/dma" "$MODDIR2/selftests/" &&
+	find "$MODDIR2" \( -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' \) -delete &&
+	make -s -C "$KBUILD2" M="$MODDIR2" W=1 modules >"$MODDIR2/build.log" 2>&1 ||
+		{ tail -20 "$MODDIR2/build.log" >&2; return 1; }
+}
+
 # vm_server NAME: starts an ivshmem server; its socket is $RUN/NAME.sock.
 vm_server() {
 	local name=$1 i
@@ -46,10 +63,12 @@ vm_ntb_port() {
 		"-device ivshmem-doorbell,chardev=ivs$2,vectors=$IVS_VECTORS"
 }
 
-# vm_start VM QEMU-ARGS...: boots guest VM in the background; it runs $RUN/job.VM.
+# vm_start VM QEMU-ARGS...: boots guest VM in the background; it runs $RUN/job.VM,
+# on the kernel KIMAGE_<VM> if set, else KIMAGE.
 vm_start() {
-	local vm=$1
+	local vm=$1 kimage
 	shift
+	eval "kimage=\${KIMAGE_$vm:-\$KIMAGE}"
 	local append="console=ttyS0 root=/dev/root rootfstype=9p"
 	append+=" rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=262144 ro"
 	append+=" init=$REPO/selftests/vm/guest-init NTBSMC_VM=$vm panic=-1"
@@ -76,7 +95,7 @@ vm_start() {
 	timeout -s KILL "$VM_TIMEOUT" "$QEMU" -M pc -cpu max,la57=off,erms=off,fsrm=off \
 		-smp "$VM_SMP,sockets=$VM_SMP" -m "$VM_MEM" \
 		-nodefaults -display none -no-reboot -pidfile "$RUN/qemu.$vm.pid" \
-		-kernel "$KIMAGE" -append "$append" \
+		-kernel "$kimage" -append "$append" \
 		-serial "file:$RUN/console.$vm.log" \
 		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=root,mount_tag=root \

@@ -1,16 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Builds (or reuses) the selftests' guest kernel from Debian's linux-source-6.1 and
-# prints the build directory. The cache lives outside the checkout, keyed by the
+# Builds (or reuses) the selftests' guest kernel from Debian's linux-source-SERIES
+# (6.1: Debian 12's kernel, the default; 6.12: Debian 13's) and prints the build
+# directory. The cache lives outside the checkout, keyed by the
 # source package version and the exact config fragments, so a later run with the same
 # inputs reuses it.
 #
-#   kernel.sh debug     tinyconfig + config.vm + config + config.debug  (make check)
-#   kernel.sh nodebug   the same without config.debug                    (make bench)
+#   kernel.sh debug [SERIES]    tinyconfig + config.vm + config + config.debug
+#                               (+ config.SERIES if there is one)  (make check)
+#   kernel.sh nodebug [SERIES]  the same without config.debug      (make bench)
 set -euo pipefail
 
 flavour=${1:-debug}
+series=${2:-6.1}
 here=$(cd "$(dirname "$0")" && pwd)
 sel=$(dirname "$here")
 cache=${NTBSMC_CACHE:-/var/cache/ntbsmc}
@@ -21,16 +24,23 @@ debug) frags+=("$sel/config.debug") ;;
 nodebug) ;;
 *) echo "kernel.sh: unknown flavour '$flavour' (debug|nodebug)" >&2; exit 2 ;;
 esac
+case "$series" in
+6.1|6.12) ;;
+*) echo "kernel.sh: unsupported kernel series '$series' (6.1|6.12)" >&2; exit 2 ;;
+esac
+[ -f "$sel/config.$series" ] && frags+=("$sel/config.$series")
 
-tarball=/usr/src/linux-source-6.1.tar.xz
+tarball=/usr/src/linux-source-$series.tar.xz
 if [ ! -f "$tarball" ]; then
-	echo "kernel.sh: $tarball missing (apt-get install linux-source-6.1)" >&2
+	echo "kernel.sh: $tarball missing (apt-get install linux-source-$series)" >&2
 	exit 1
 fi
-srcver=$(dpkg-query -W -f '${Version}' linux-source-6.1)
+srcver=$(dpkg-query -W -f '${Version}' "linux-source-$series")
 key=$( (echo "$srcver"; echo "$flavour"; cat "${frags[@]}" "$0") | sha256sum | cut -c1-16)
 src=$cache/src-$srcver
+# the 6.1 kernel's directory keeps its name from before there were two series
 out=$cache/kernel-$flavour-$key
+[ "$series" = 6.1 ] || out=$cache/kernel-$series-$flavour-$key
 
 if [ -f "$out/.ntbsmc-done" ]; then
 	echo "$out"
