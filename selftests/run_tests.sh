@@ -236,6 +236,16 @@ host_tests() {
 	else
 		record "not ok host/netlink_tool_cli # see $RUN/netlink-tool.log"
 	fi
+	# one version: module (modinfo), tools (ntbsmc -V), changelog, dkms.conf
+	local v
+	v=$(cat "$REPO/VERSION")
+	if sh "$REPO/debian/check-version.sh" >"$RUN/version.log" 2>&1 &&
+	   [ "$(modinfo -F version "$REPO/ntbsmc/ntbsmc.ko")" = "$v" ] &&
+	   "$REPO/netlink-tool/ntbsmc" -V | grep -q "version $v "; then
+		record "ok host/one_version # $v"
+	else
+		record "not ok host/one_version # see $RUN/version.log"
+	fi
 	local s=$REPO/selftests/ulp/sockets port=$((20000 + RANDOM % 20000))
 	"$s" server --expect tcp 127.0.0.1 $port >"$RUN/oracle-server.log" 2>&1 &
 	local srv=$!
