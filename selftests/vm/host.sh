@@ -69,7 +69,8 @@ vm_start() {
 	local vm=$1 kimage
 	shift
 	eval "kimage=\${KIMAGE_$vm:-\$KIMAGE}"
-	local append="console=ttyS0 root=/dev/root rootfstype=9p"
+	# root= names the 9p mount tag: 6.1 stripped a "/dev/" from it, 6.12 does not
+	local append="console=ttyS0 root=root rootfstype=9p"
 	append+=" rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=262144 ro"
 	append+=" init=$REPO/selftests/vm/guest-init NTBSMC_VM=$vm panic=-1"
 	# Under TCG the guest's TSC is the host's. Calibrating it against the PIT fails
