@@ -464,10 +464,15 @@ static bool conn_peer_done(struct ntbsmc_conn *conn)
 /*
  * TCP failed under the connection (a reset, a keepalive or user timeout): that
  * ends the NTB connection too, as it would end TCP's, and the peer hears of it.
+ * Once reset, we read no more of the peer's cursors, so they are read first:
+ * what the peer published before its reset (connect(AF_UNSPEC) writes, then
+ * resets TCP) is still read, as TCP reads what arrived before an RST.
  */
 static void conn_check_tcp(struct sock *sk, struct ntbsmc_conn *conn)
 {
-	if (unlikely(READ_ONCE(sk->sk_err)) && !READ_ONCE(conn->err))
+	if (likely(!READ_ONCE(sk->sk_err)) || READ_ONCE(conn->err))
+		return;
+	if (!conn_update(conn))
 		ntbsmc_conn_abort(conn, "the TCP connection failed");
 }
 
