@@ -756,22 +756,6 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 }
 
 /*
- * A socket closed during its handshake lets the handshake end first, whatever
- * its blocking mode: closed at once, its TCP would answer the peer's next
- * handshake message with a reset, and the peer's application would read
- * ECONNRESET where TCP gives EOF. The handshake's worker is bounded by the
- * handshake timeout (and the attach after it by the link's); a signal ends
- * the wait, and the socket then closes as before, at once.
- */
-static void close_wait_handshake(struct sock *sk, struct ntbsmc_sock *ctx)
-{
-	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
-	long timeo = 2 * msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms)) + HZ;
-
-	wait_handshake(sk, ctx, &timeo);
-}
-
-/*
  * close(): like TCP's, it returns at once and the connection delivers what was
  * written in the background (ntbsmc_conn_release()); with SO_LINGER it first
  * waits up to @timeout for that, with a zero linger time it resets.
@@ -786,11 +770,9 @@ static void ntbsmc_close(struct sock *sk, long timeout)
 	if (sk->sk_state == TCP_LISTEN)
 		listener_drain(ctx);
 	lock_sock(sk);
-	abort = sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime;
-	if (!abort && in_handshake(sk, ctx))
-		close_wait_handshake(sk, ctx);
 	conn = ctx_take_conn(ctx, NTBSMC_SOCK_CLOSED);
 	if (conn) {
+		abort = sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime;
 		if (!abort && timeout)
 			ntbsmc_conn_linger(conn, timeout);
 		ntbsmc_conn_release(conn, abort);
