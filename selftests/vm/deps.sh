@@ -1,11 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Installs the Debian 12 packages the build, the tests and the demo need, if missing.
+#   deps.sh [--no-install-recommends PKG...]   those packages instead (debian/deps.sh)
 set -eu
+apt_opts=()
+if [ "${1:-}" = --no-install-recommends ]; then
+	apt_opts=("$1")
+	shift
+fi
 pkgs=(build-essential bc bison flex libelf-dev libssl-dev pkg-config kmod cpio
       linux-source-6.1 linux-source-6.12 linux-headers-amd64 linux-headers-6.12-amd64 qemu-system-x86 libnl-3-dev
       libnl-genl-3-dev python3 iproute2 iputils-ping procps iperf3 ncat curl
       sockperf redis-server redis-tools)
+[ $# = 0 ] || pkgs=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -18,4 +25,4 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "deps.sh: installing ${missing[*]}" >&2
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_opts[@]}" "${missing[@]}" >/dev/null
