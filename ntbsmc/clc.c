@@ -53,19 +53,29 @@ static void io_init(struct clc_io *io, struct ntbsmc_sock *ctx)
 	io->deadline = jiffies + msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms));
 }
 
+/*
+ * TCP can bring no more of the peer's bytes. A socket closed during its
+ * handshake has sent its FIN (FIN_WAIT1/2) and still reads the peer's answer.
+ */
 static bool tcp_gone(struct sock *sk)
 {
 	return READ_ONCE(sk->sk_err) || (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) ||
-	       (1 << READ_ONCE(sk->sk_state)) & ~(TCPF_ESTABLISHED | TCPF_SYN_RECV |
-						  TCPF_SYN_SENT);
+	       READ_ONCE(sk->sk_state) == TCP_CLOSE;
+}
+
+/* The socket was destroyed: nobody is left to read or to close. */
+static bool sock_destroyed(struct ntbsmc_sock *ctx)
+{
+	return ntbsmc_sock_dead(ctx) == NTBSMC_SOCK_DESTROYED;
 }
 
 /*
- * Waits until @want bytes are queued (or TCP failed, or our socket closed).
- * Returns 0, -ETIMEDOUT, -ECONNRESET, or -ESHUTDOWN: the socket closed, or the
- * peer did (its FIN, with nothing of ours pending: a client that connected
- * and closed at once, a server that closed the connection). The data_ready and
- * state_change hooks, and close(), wake ctx->hs_wq.
+ * Waits until @want bytes are queued (or TCP failed, or our socket was
+ * destroyed). Returns 0, -ETIMEDOUT, -ECONNRESET, or -ESHUTDOWN: the socket was
+ * destroyed, or the peer closed (its FIN, with nothing of ours pending: a client
+ * that connected and closed at once, a server that closed the connection). A
+ * socket that was closed still reads the answer it is owed (see io_send()). The
+ * data_ready and state_change hooks, close() and ->release() wake ctx->hs_wq.
  */
 static int io_wait(struct clc_io *io, int want)
 {
@@ -75,11 +85,11 @@ static int io_wait(struct clc_io *io, int want)
 	if (left <= 0 && tcp_inq(sk) < want)
 		return -ETIMEDOUT;
 	wait_event_timeout(io->ctx->hs_wq,
-			   tcp_inq(sk) >= want || tcp_gone(sk) || ntbsmc_sock_dead(io->ctx),
+			   tcp_inq(sk) >= want || tcp_gone(sk) || sock_destroyed(io->ctx),
 			   max(left, 0L));
 	if (tcp_inq(sk) >= want)
 		return 0;
-	if (ntbsmc_sock_dead(io->ctx))
+	if (sock_destroyed(io->ctx))
 		return -ESHUTDOWN;
 	if (!tcp_gone(sk))
 		return -ETIMEDOUT;
@@ -113,12 +123,21 @@ static int io_peek(struct clc_io *io, void *buf, int len)
 	return io_recv(io, buf, len, MSG_PEEK);
 }
 
+/*
+ * A socket closed during its handshake sends nothing more: each message would
+ * be answered, and an answer that reaches a closed TCP socket resets the
+ * connection (the peer's application would read ECONNRESET where TCP gives
+ * EOF). Its handshake ends at the next message it would send, with the answer
+ * to its last one read; the peer then reads our FIN and falls back to TCP.
+ */
 static int io_send(struct clc_io *io, const void *buf, int len)
 {
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 	struct kvec vec = { (void *)buf, len };
 	int rc;
 
+	if (ntbsmc_sock_dead(io->ctx))
+		return -ESHUTDOWN;
 	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, &vec, 1, len);
 	rc = io->ctx->sk_proto->sendmsg(io->sk, &msg, len);
 	if (rc < 0)
@@ -377,6 +396,8 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	rc = clc_send(&io, &prop, NTBSMC_CLC_PROPOSAL);
 	if (!rc)
 		rc = clc_recv(&io, &in, NTBSMC_CLC_ACCEPT);
+	if (!rc && ntbsmc_sock_dead(ctx))
+		rc = -ESHUTDOWN;	/* closed: it will send no CONFIRM */
 	if (rc)
 		return clc_finish(ctx, conn, rc);
 	rc = clc_attach(&io, conn, &in.acc.rmb);

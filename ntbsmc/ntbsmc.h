@@ -299,6 +299,7 @@ struct ntbsmc_sock {
 	/* Under ntbsmc_socks_lock */
 	u8 dead;			/* NTBSMC_SOCK_*: the handshake's end changes nothing */
 	bool closing;			/* a listener that closes: no new handshakes */
+	bool close_deferred;		/* closed in its handshake: the worker closes TCP */
 	struct ntbsmc_sock *listener;	/* a child's, ref held until its handshake ends */
 	unsigned int hs_children;	/* a listener's children still in their handshake */
 };

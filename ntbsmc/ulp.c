@@ -325,16 +325,35 @@ static void listener_drain(struct ntbsmc_sock *lctx)
 	wait_event(lctx->hs_wq, !READ_ONCE(lctx->hs_children));
 }
 
+/* The close() that came during the handshake, TCP's part (see hs_close_defer()). */
+static void hs_close(struct ntbsmc_sock *ctx, struct sock *sk)
+{
+	struct proto *tcp = ctx->sk_proto;
+
+	lock_sock(sk);
+	WRITE_ONCE(sk->sk_prot, tcp);
+	release_sock(sk);
+	ctx_unhook(ctx, sk);
+	tcp->close(sk, 0);
+}
+
 static void ntbsmc_hs_work(struct work_struct *work)
 {
 	struct ntbsmc_sock *ctx = container_of(work, struct ntbsmc_sock, hs_work);
 	struct sock *sk = ctx->sk;
+	bool close;
 	int rc;
 
 	rc = ctx->client ? ntbsmc_clc_client(ctx) : ntbsmc_clc_server(ctx);
 	ctx_finish(ctx, rc);
 	if (ctx->listener)
 		listener_child_done(ctx);
+	/* set before the socket was marked dead, which ctx_finish() saw */
+	spin_lock_bh(&ntbsmc_socks_lock);
+	close = ctx->close_deferred;
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	if (close)
+		hs_close(ctx, sk);
 	sock_put(sk);
 	ctx_put(ctx);
 }
@@ -760,6 +779,42 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
  * written in the background (ntbsmc_conn_release()); with SO_LINGER it first
  * waits up to @timeout for that, with a zero linger time it resets.
  */
+/*
+ * close() while the handshake runs (socket locked; unlocks it). The FIN goes
+ * now, as TCP's close() would send it, but TCP's close waits for the handshake's
+ * worker: its last message may still be answered, and an answer that reaches a
+ * closed TCP socket resets the connection, so that the peer's application would
+ * read ECONNRESET where TCP gives EOF. The worker sends nothing more, reads that
+ * answer (bounded by the handshake timeout) and closes TCP (hs_close()). The
+ * socket outlives its struct socket meanwhile: detached from it like an orphan,
+ * with the socket's reference, but not SOCK_DEAD, so that TCP does not destroy
+ * it before that close.
+ */
+static bool hs_close_defer(struct sock *sk, struct ntbsmc_sock *ctx)
+{
+	bool defer;
+
+	/* A handshake that set up its connection has ended: close it as such. */
+	spin_lock_bh(&ntbsmc_socks_lock);
+	defer = !ctx->conn;
+	if (defer) {
+		ctx->close_deferred = true;
+		ctx->dead = NTBSMC_SOCK_CLOSED;
+	}
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	if (!defer)
+		return false;
+	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | SEND_SHUTDOWN);
+	ctx->sk_proto->shutdown(sk, SEND_SHUTDOWN);
+	release_sock(sk);
+	write_lock_bh(&sk->sk_callback_lock);
+	sk_set_socket(sk, NULL);
+	sk->sk_wq = NULL;
+	write_unlock_bh(&sk->sk_callback_lock);
+	wake_up_all(&ctx->hs_wq);
+	return true;
+}
+
 static void ntbsmc_close(struct sock *sk, long timeout)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
@@ -770,9 +825,11 @@ static void ntbsmc_close(struct sock *sk, long timeout)
 	if (sk->sk_state == TCP_LISTEN)
 		listener_drain(ctx);
 	lock_sock(sk);
+	abort = sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime;
+	if (in_handshake(sk, ctx) && !abort && hs_close_defer(sk, ctx))
+		return;
 	conn = ctx_take_conn(ctx, NTBSMC_SOCK_CLOSED);
 	if (conn) {
-		abort = sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime;
 		if (!abort && timeout)
 			ntbsmc_conn_linger(conn, timeout);
 		ntbsmc_conn_release(conn, abort);

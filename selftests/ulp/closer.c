@@ -15,6 +15,12 @@
  *   shutdown   shutdown(SHUT_WR), then read to EOF, then close()
  *   exit       a child process writes and exits without closing
  *   linger     SO_LINGER of 10 s, then close(): returns once the data is out
+ *   handshake  connects non-blocking and closes during ntbsmc's handshake,
+ *              writing nothing (--bytes 0): even rounds as soon as TCP is
+ *              established, odd ones 50 ms later (with a server that holds
+ *              its ACCEPT back, after the first answer). The server must read
+ *              EOF, not a reset. The client cannot tell whether the round ran
+ *              over NTB; the server counts it.
  *
  * The server accepts N connections one after the other and reads each to EOF
  * (with --slow in 4 KiB reads, 1 ms apart), checking every byte: round R's byte K
@@ -259,6 +265,35 @@ static void write_all(int fd, const unsigned char *buf, size_t len)
 	}
 }
 
+/* Connects non-blocking and closes during the handshake, nothing written. */
+static void handshake_round(struct addrinfo *ai, unsigned long round)
+{
+	int fd = ulp_socket(ai->ai_family);
+	time_t until = time(NULL) + CONNECT_RETRY_S;
+	struct tcp_info ti;
+	socklen_t len;
+
+	if (fcntl(fd, F_SETFL, O_NONBLOCK))
+		die("O_NONBLOCK");
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
+		die("connect");
+	for (;;) {
+		len = sizeof(ti);
+		if (getsockopt(fd, SOL_TCP, TCP_INFO, &ti, &len))
+			die("TCP_INFO");
+		if (ti.tcpi_state == 1 /* TCP_ESTABLISHED */)
+			break;
+		if (ti.tcpi_state != 2 /* TCP_SYN_SENT */ || time(NULL) > until) {
+			lost(round, "TCP state %u, not established", ti.tcpi_state);
+			break;
+		}
+		usleep(1000);
+	}
+	if (round % 2)
+		usleep(50000);
+	close(fd);
+}
+
 static void client_round(struct addrinfo *ai, unsigned long round, unsigned char *buf)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 10 };
@@ -267,6 +302,10 @@ static void client_round(struct addrinfo *ai, unsigned long round, unsigned char
 	size_t k;
 	pid_t pid;
 
+	if (!strcmp(opt.how, "handshake")) {
+		handshake_round(ai, round);
+		return;
+	}
 	for (k = 0; k < opt.bytes; k++)
 		buf[k] = pattern(round, k);
 	fd = client_connect(ai);
@@ -303,7 +342,7 @@ static void client_round(struct addrinfo *ai, unsigned long round, unsigned char
 static void run_client(void)
 {
 	struct addrinfo *ai = resolve();
-	unsigned char *buf = malloc(opt.bytes);
+	unsigned char *buf = malloc(opt.bytes + 1);
 	unsigned long i;
 
 	if (!buf)
@@ -353,7 +392,7 @@ static void run_flood(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: closer server|client|flood ADDR PORT [--rounds N] [--bytes B] "
-			"[--slow] [--how close|shutdown|exit|linger] [--nonblock] [--secs S]\n");
+			"[--slow] [--how close|shutdown|exit|linger|handshake] [--nonblock] [--secs S]\n");
 	exit(2);
 }
 
@@ -385,9 +424,10 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (!opt.rounds || !opt.bytes ||
+	if (!opt.rounds || (!opt.bytes && !server && strcmp(opt.how, "handshake")) ||
 	    (strcmp(opt.how, "close") && strcmp(opt.how, "shutdown") &&
-	     strcmp(opt.how, "exit") && strcmp(opt.how, "linger")))
+	     strcmp(opt.how, "exit") && strcmp(opt.how, "linger") &&
+	     strcmp(opt.how, "handshake")))
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(argv[1], "flood"))
