@@ -116,6 +116,21 @@ failed_output() {
 	done | sed 's/^not ok/# (failed:) not ok/'
 }
 
+# failed_why: each failed test's own failure lines (its FAIL lines and failed
+# sub-tests), at most 6 a test, to close the report: what a reader of only its
+# end needs.
+failed_why() {
+	local t boot
+	for t in "$TOP"/*/tap.*; do
+		[ -e "$t" ] || continue
+		boot=$(basename "$(dirname "$t")")
+		awk -v boot="$boot" '
+			/^# /{ if ($0 ~ /FAIL|not ok/ && n < 6) why[n++] = $0; next }
+			/^not ok/{ for (i = 0; i < n; i++) print "# why " boot "/" $4 ": " substr(why[i], 3) }
+			/^(not )?ok/{ n = 0 }' "$t"
+	done
+}
+
 # check_boot BOOT VM...: turns a finished boot's outputs into results, and prints
 # at once what its failed tests said (a run cut short still shows why).
 check_boot() {
@@ -293,6 +308,7 @@ cat "$TOP"/*/splats 2>/dev/null
 # The failing tests' own output again, next to the summary, then the figures
 failed_output "$TOP"/*/tap.*
 grep -h 'figure:' "$TOP"/*/tap.* 2>/dev/null
+failed_why
 echo "# guest logs: $TOP"
 [ "$i" -gt 0 ] || { echo "run_tests: no results at all" >&2; failn=1; }
 echo "$pass passed, $failn failed, $skipn skipped"
