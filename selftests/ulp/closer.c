@@ -35,11 +35,11 @@
  * fell back to TCP also delivers. Exit status 1 on any lost round or error.
  * Every socket times out after 120 s.
  *
- * flood opens N connections with the ULP at once (non-blocking), closes them
- * 1.5 s later and opens N more, for S seconds (10): with a kernel that stalls
- * their handshakes (ntbsmc's fault_silent_port), the load of a host that keeps
- * opening connections that offer ntbsmc and never speak. It prints how many
- * TCP established.
+ * flood keeps N connections with the ULP open (non-blocking), each closed 1.5 s
+ * after its connect and replaced at once, for S seconds (10): with a kernel that
+ * stalls their handshakes (ntbsmc's fault_silent_port), the load of a host that
+ * keeps opening connections that offer ntbsmc and never speak. It prints how
+ * many it opened, and how many of those it closed had TCP established.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -353,38 +353,70 @@ static void run_client(void)
 	freeaddrinfo(ai);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int flood_connect(struct addrinfo *ai)
+{
+	int fd = ulp_socket(ai->ai_family);
+
+	if (fcntl(fd, F_SETFL, O_NONBLOCK))
+		die("O_NONBLOCK");
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
+		die("connect");
+	return fd;
+}
+
+/*
+ * N connections, each closed 1.5 s after its connect and replaced at once: a
+ * rolling flood, N / 1.5 new connections a second, so that the server's
+ * handshake slots are never all free at once (waves that closed together left
+ * gaps that a connection from elsewhere could meet every time).
+ */
 static void run_flood(void)
 {
 	struct addrinfo *ai = resolve();
-	unsigned long i, waves = 0, up = 0;
-	time_t end = time(NULL) + opt.secs;
+	double *born = calloc(opt.rounds, sizeof(double));
+	int *fds = calloc(opt.rounds, sizeof(int));
+	unsigned long i, opened = 0, up = 0;
+	double end = now_s() + opt.secs;
 	struct tcp_info ti;
 	socklen_t len;
-	int *fds = calloc(opt.rounds, sizeof(int));
 
-	if (!fds)
+	if (!fds || !born)
 		die("calloc");
-	do {
+	/* staggered over the first 1.5 s */
+	for (i = 0; i < opt.rounds; i++) {
+		fds[i] = flood_connect(ai);
+		born[i] = now_s() - 1.5 * i / opt.rounds;
+		opened++;
+	}
+	while (now_s() < end) {
 		for (i = 0; i < opt.rounds; i++) {
-			fds[i] = ulp_socket(ai->ai_family);
-			if (fcntl(fds[i], F_SETFL, O_NONBLOCK))
-				die("O_NONBLOCK");
-			if (connect(fds[i], ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
-				die("connect");
-		}
-		usleep(1500000);
-		for (i = 0; i < opt.rounds; i++) {
+			if (now_s() - born[i] < 1.5)
+				continue;
 			len = sizeof(ti);
 			if (!getsockopt(fds[i], SOL_TCP, TCP_INFO, &ti, &len) &&
 			    ti.tcpi_state == 1 /* TCP_ESTABLISHED */)
 				up++;
 			close(fds[i]);
+			fds[i] = flood_connect(ai);
+			born[i] = now_s();
+			opened++;
 		}
-		waves++;
-	} while (time(NULL) < end);
-	printf("{\"flood\": %lu, \"waves\": %lu, \"established\": %lu}\n", opt.rounds,
-	       waves, up);
+		usleep(5000);
+	}
+	for (i = 0; i < opt.rounds; i++)
+		close(fds[i]);
+	printf("{\"flood\": %lu, \"opened\": %lu, \"established\": %lu}\n", opt.rounds,
+	       opened, up);
 	free(fds);
+	free(born);
 	freeaddrinfo(ai);
 	exit(0);
 }

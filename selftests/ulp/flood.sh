@@ -5,7 +5,8 @@
 # an honest client's connections to another port of the same server must still
 # get NTB, or fall back at once, never wait behind the flood:
 #
-#   host b: closer flood (40 connections a wave to port F, handshakes silent)
+#   host b: closer flood (40 open at a time to port F, each replaced after 1.5 s,
+#           handshakes silent)
 #           xfer client --ulp, 64 KiB both ways, to port H, 4 times
 #   host a: closer server on F (accepts, reads), xfer server --ulp on H
 #
