@@ -33,6 +33,11 @@ static unsigned int fault_accept_delay_ms;
 module_param(fault_accept_delay_ms, uint, 0644);
 MODULE_PARM_DESC(fault_accept_delay_ms, "Test only: a server handshake waits this long (at most 1000 ms) with its buffer set up, before ACCEPT");
 
+/* Test only: a client that reads the answer to its HELLO late. */
+static unsigned int fault_answer_delay_ms;
+module_param(fault_answer_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_answer_delay_ms, "Test only: a client handshake waits this long (at most 1000 ms) after its HELLO before it reads the answer");
+
 /* Test only: a host that offers ntbsmc to this port and then says nothing. */
 static unsigned int fault_silent_port;
 module_param(fault_silent_port, uint, 0644);
@@ -373,6 +378,8 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	rc = io_send(&io, &hello, sizeof(hello));
 	if (rc)
 		return rc;
+	if (unlikely(READ_ONCE(fault_answer_delay_ms)))
+		msleep(min(READ_ONCE(fault_answer_delay_ms), 1000U));
 	rc = client_wait_hello_ack(&io, &in.ack);
 	if (rc)
 		return rc;

@@ -18,7 +18,7 @@ source "$REPO/selftests/dma/lib.sh"
 case $1 in
 setup) dma_setup; exit ;;
 cleanup)
-	echo 0 >/sys/module/ntbsmc/parameters/fault_accept_delay_ms 2>/dev/null
+	echo 0 >/sys/module/ntbsmc/parameters/fault_answer_delay_ms 2>/dev/null
 	dma_cleanup
 	exit ;;
 esac
@@ -107,13 +107,14 @@ close_case nonblock_zc zc "$R" $K "" "--how close --nonblock"
 close_case nonblock_v6_dma dma "$R" $K "" "-6 --how close --nonblock"
 
 # The client closes during the handshake, as soon as TCP is established or 50 ms
-# later (the server waits 200 ms before its ACCEPT, so the closes land in the
-# handshake). Had its TCP closed at once, it would reset the server's next
-# message: the server must read EOF, as from TCP, in every round; the rounds end
-# in TCP (peer_closed), or over NTB if the close came after all.
-[ "$ROLE" = a ] && echo 200 >/sys/module/ntbsmc/parameters/fault_accept_delay_ms
+# later, while the server's answer to its HELLO waits unread (the client's kernel
+# reads it 200 ms after the HELLO: fault_answer_delay_ms). TCP closes a socket
+# with unread data with a reset: the server would read ECONNRESET. It must read
+# EOF, as from TCP, in every round; the rounds end in TCP (peer_closed), or over
+# NTB if a close came after the handshake after all.
+[ "$ROLE" = b ] && echo 200 >/sys/module/ntbsmc/parameters/fault_answer_delay_ms
 close_case close_in_handshake cpu "$R" 0 "" "--how handshake"
-[ "$ROLE" = a ] && echo 0 >/sys/module/ntbsmc/parameters/fault_accept_delay_ms
+[ "$ROLE" = b ] && echo 0 >/sys/module/ntbsmc/parameters/fault_answer_delay_ms
 
 barrier close-done
 wait_for 10 "every pinned page released" pins_balanced

@@ -17,10 +17,10 @@
  *   linger     SO_LINGER of 10 s, then close(): returns once the data is out
  *   handshake  connects non-blocking and closes during ntbsmc's handshake,
  *              writing nothing (--bytes 0): even rounds as soon as TCP is
- *              established, odd ones 50 ms later (with a server that holds
- *              its ACCEPT back, after the first answer). The server must read
- *              EOF, not a reset. The client cannot tell whether the round ran
- *              over NTB; the server counts it.
+ *              established, odd ones 50 ms later (with a kernel that reads the
+ *              server's answer late, while it waits unread). The server must
+ *              read EOF, not a reset. The client cannot tell whether the round
+ *              ran over NTB; the server counts it.
  *
  * The server accepts N connections one after the other and reads each to EOF
  * (with --slow in 4 KiB reads, 1 ms apart), checking every byte: round R's byte K
