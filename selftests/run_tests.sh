@@ -29,7 +29,7 @@ make -s headers-check || exit 1
 TOP=${NTBSMC_OUT:-$REPO/selftests/output}/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$TOP"
 ln -sfn "$TOP" "$(dirname "$TOP")/latest"
-BOOTS=${NTBSMC_BOOTS:-onevm-default onevm-pex8749 twovm}
+BOOTS=${NTBSMC_BOOTS:-onevm-default onevm-pex8749 twovm pkg}
 SERIES2=${NTBSMC_SERIES2-6.12}
 KBUILD2=""
 case " $BOOTS " in *" onevm-pex8749 "* | *" twovm "*) ;; *) SERIES2="" ;; esac
@@ -195,6 +195,30 @@ onevm_boot() {
 	vm_cleanup
 }
 
+# pkg_boot: the Debian packages end to end (vm/pkg.sh): built, installed with
+# dpkg -i in a throwaway root, the module built there by DKMS for the 6.1 guest
+# kernel, a one-VM guest booted on that root running ulp/packaged.sh, and the
+# packages purged without a trace.
+pkg_boot() {
+	local boot=pkg-6.1
+	PKG_BOOT=$boot
+	RUN=$TOP/$boot
+	mkdir -p "$RUN"
+	echo "# the packages in a throwaway root ($boot)"
+	source "$REPO/selftests/vm/pkg.sh"
+	if pkg_up; then
+		IVS_PARAMS="profile=default"
+		vm_server fabric || { record "not ok $boot/ivshmem_server"; pkg_teardown; return; }
+		job a onevm ulp/packaged.sh
+		VM_ROOT=$PKG_ROOT vm_start a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
+		vm_wait a
+		check_boot "$boot" a
+		vm_cleanup
+		pkg_purge
+	fi
+	pkg_teardown
+}
+
 # twovm_boot: two VMs joined by virtio-net over loopback (VM b on the second
 # kernel series); at the end VM b dies and VM a must see the link go down within
 # the link timeout.
@@ -289,6 +313,7 @@ case " $BOOTS " in *" twovm "*) (twovm_boot) & pids+=($!) ;; esac
 	for profile in default pex8749; do
 		case " $BOOTS " in *" onevm-$profile "*) (onevm_boot "$profile") ;; esac
 	done
+	case " $BOOTS " in *" pkg "*) (pkg_boot) ;; esac
 ) &
 pids+=($!)
 wait "${pids[@]}"

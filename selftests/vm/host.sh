@@ -64,7 +64,8 @@ vm_ntb_port() {
 }
 
 # vm_start VM QEMU-ARGS...: boots guest VM in the background; it runs $RUN/job.VM,
-# on the kernel KIMAGE_<VM> if set, else KIMAGE.
+# on the kernel KIMAGE_<VM> if set, else KIMAGE; its root is the host's root, or
+# VM_ROOT (read-only either way).
 vm_start() {
 	local vm=$1 kimage
 	shift
@@ -98,7 +99,7 @@ vm_start() {
 		-nodefaults -display none -no-reboot -pidfile "$RUN/qemu.$vm.pid" \
 		-kernel "$kimage" -append "$append" \
 		-serial "file:$RUN/console.$vm.log" \
-		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
+		-fsdev "local,id=root,path=${VM_ROOT:-/},security_model=none,readonly=on,multidevs=remap" \
 		-device virtio-9p-pci,fsdev=root,mount_tag=root \
 		-fsdev "local,id=out,path=$RUN,security_model=none,multidevs=remap" \
 		-device virtio-9p-pci,fsdev=out,mount_tag=out \
