@@ -38,11 +38,9 @@ if [ -n "$SERIES2" ]; then
 fi
 trap vm_cleanup EXIT
 
-FABRIC_TESTS=(fabric/link.sh fabric/ntb_tool.sh fabric/ntb_pingpong.sh
-	      fabric/doorbell_rtt.sh fabric/ntb_perf.sh fabric/ntb_transport.sh)
-ULP_TESTS=(ulp/basic.sh ulp/buffers.sh ulp/sockets.sh ulp/close.sh ulp/fallback.sh ulp/apps.sh
-	   ulp/hostile.sh ulp/flood.sh ulp/storm.sh
-	   dma/paths.sh dma/faults.sh)
+# The tests, in order: selftests/Makefile's TEST_PROGS (the kselftest list, which
+# the one-VM guests run through make -C selftests run_tests).
+mapfile -t TESTS < <(make -s -C "$REPO/selftests" list)
 # The flood and the storm load one kernel's handshakes: one-VM boot only. The
 # fabric's clients and the unmodified programs run between the two VMs, on both
 # kernel series (and the PEX-8749 VM runs ntb_tool and ntb_transport on 6.12):
@@ -52,8 +50,7 @@ TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
 	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
-	read -r -a FABRIC_TESTS <<<"$NTBSMC_TESTS"
-	ULP_TESTS=()
+	read -r -a TESTS <<<"$NTBSMC_TESTS"
 fi
 
 # Each boot runs in its own subshell and appends its results, one TAP-like line
@@ -107,9 +104,12 @@ job() {
 	local vm=$1 kb md
 	shift
 	eval "kb=\${KBUILD_$vm:-\$KBUILD} md=\${MODDIR_$vm:-\$REPO}"
+	# one host: the kselftest entry point; two VMs: a host each
+	local cmd="bash $REPO/selftests/vm/guest-run.sh $*"
+	[ "$1" = onevm ] && shift && cmd="make -s -C $REPO/selftests run_tests TESTS=\"$*\""
 	cat >"$RUN/job.$vm" <<JOB
 export REPO=$REPO KBUILD=$kb MODDIR=$md IVS_PARAMS="$IVS_PARAMS" CLOSE_ROUNDS=${CLOSE_ROUNDS:-}
-bash $REPO/selftests/vm/guest-run.sh $* >/run/out/tap.$vm
+$cmd >/run/out/tap.$vm
 JOB
 }
 
@@ -177,7 +177,7 @@ onevm_boot() {
 	mkdir -p "$RUN"
 	IVS_PARAMS="profile=$profile"
 	local t tests=()
-	for t in "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}"; do
+	for t in "${TESTS[@]}"; do
 		case " ${TWOVM_ONLY[*]} " in *" $t "*) [ -n "${NTBSMC_TESTS:-}" ] || continue ;; esac
 		tests+=("$t")
 	done
@@ -234,7 +234,7 @@ twovm_boot() {
 	echo "# booting two VMs ($boot)"
 	vm_server fabric || { record "not ok $boot/ivshmem_server"; return; }
 	local t tests=()
-	for t in "${FABRIC_TESTS[@]}" "${ULP_TESTS[@]}"; do
+	for t in "${TESTS[@]}"; do
 		case " ${ONEVM_ONLY[*]} " in *" $t "*) [ -n "${NTBSMC_TESTS:-}" ] || continue ;; esac
 		tests+=("$t")
 	done
