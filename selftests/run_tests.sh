@@ -144,10 +144,23 @@ failed_why() {
 check_boot() {
 	local boot=$1 vm line taps=()
 	shift
+	local plan ran rc
 	for vm in "$@"; do
 		taps+=("$RUN/tap.$vm")
 		[ -e "$RUN/rc.$vm" ] || [ "${killed:-}" = "$vm" ] ||
 			record "not ok $boot/boot_$vm # guest did not finish (see $RUN/console.$vm.log)"
+		# every test the guest's TAP plan announced has a result; a job
+		# that failed says why in a failed test, or fails here
+		plan=$(sed -n 's/^1\.\.//p' "$RUN/tap.$vm" 2>/dev/null | head -1)
+		ran=$(grep -c '^\(not \)\?ok ' "$RUN/tap.$vm" 2>/dev/null)
+		rc=$(cat "$RUN/rc.$vm" 2>/dev/null)
+		if [ "${killed:-}" = "$vm" ]; then
+			:	# killed in its last test on purpose (peer_death)
+		elif [ "${plan:-none}" != "${ran:-0}" ]; then
+			record "not ok $boot/tests_$vm # ${ran:-0} results for a plan of ${plan:-none} (see $RUN/job.$vm.log)"
+		elif [ -n "$rc" ] && [ "$rc" != 0 ] && ! grep -q '^not ok ' "$RUN/tap.$vm"; then
+			record "not ok $boot/job_$vm # exit $rc (see $RUN/job.$vm.log)"
+		fi
 	done
 	while IFS= read -r line; do
 		record "$line"
