@@ -36,9 +36,7 @@ headers-check:
 	@for k in $(DEBIAN_KDIRS); do \
 		echo "headers-check: $$k"; \
 		d=$$(mktemp -d /tmp/ntbsmc-hc.XXXXXX) && \
-		cp -r Kbuild VERSION ntbsmc include $$d/ && mkdir -p $$d/selftests && \
-		cp -r selftests/fabric selftests/dma $$d/selftests/ && \
-		rm -f $$d/ntbsmc/*.o $$d/selftests/fabric/*.o $$d/selftests/dma/*.o && \
+		selftests/vm/copy-modules.sh $$d && \
 		$(MAKE) -s -C $$k M=$$d W=1 >$$d.log 2>&1; \
 		rc=$$?; grep -v "has no NTB core\|Skipping BTF generation" $$d.log; rm -f $$d.log; \
 		rm -rf $$d; [ $$rc = 0 ] || exit $$rc; \

@@ -26,17 +26,14 @@ vm_prepare() {
 
 # vm_prepare_series FLAVOUR SERIES DIR: the guest kernel FLAVOUR of a second
 # kernel series (6.12) for some guests, and our modules built against it in DIR,
-# a copy of their sources (kbuild leaves objects beside the sources, and REPO's
-# are the first kernel's). Sets KBUILD2, KIMAGE2 and MODDIR2.
+# a copy of their sources (copy-modules.sh: REPO's objects are the first
+# kernel's). Sets KBUILD2, KIMAGE2 and MODDIR2.
 vm_prepare_series() {
 	KBUILD2=$("$REPO/selftests/vm/kernel.sh" "$1" "$2") || return 1
 	KIMAGE2=$KBUILD2/arch/x86/boot/bzImage
 	MODDIR2=$3
 	rm -rf "$MODDIR2"
-	mkdir -p "$MODDIR2/selftests"
-	cp -r "$REPO/Kbuild" "$REPO/VERSION" "$REPO/ntbsmc" "$REPO/include" "$MODDIR2/" &&
-	cp -r "$REPO/selftests/fabric" "$REPO/selftests/dma" "$MODDIR2/selftests/" &&
-	find "$MODDIR2" \( -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' \) -delete &&
+	"$REPO/selftests/vm/copy-modules.sh" "$MODDIR2" &&
 	make -s -C "$KBUILD2" M="$MODDIR2" W=1 modules >"$MODDIR2/build.log" 2>&1 ||
 		{ tail -20 "$MODDIR2/build.log" >&2; return 1; }
 }
