@@ -273,7 +273,8 @@ static void sdma_work(struct work_struct *work)
 		spin_unlock_irq(&sc->lock);
 
 		if (ktime_before(ktime_get(), d->due))
-			wait_event_hrtimeout(sc->wq, READ_ONCE(sc->stop), ktime_sub(d->due, ktime_get()));
+			wait_event_hrtimeout(sc->wq, READ_ONCE(sc->stop),
+					     ktime_sub(d->due, ktime_get()));
 		if (READ_ONCE(sc->stop)) {
 			/* terminate_all() or removal took the channel meanwhile */
 			sdma_complete(sc, d, DMA_TRANS_ABORTED);
@@ -288,8 +289,10 @@ static void sdma_work(struct work_struct *work)
 			r = sdma_copy(sc, d, d->len, false) ? DMA_TRANS_NOERROR :
 							     DMA_TRANS_WRITE_FAILED;
 		}
-		/* The client publishes what we wrote, from another CPU: make the
-		 * write-combined stores globally visible before saying done. */
+		/*
+		 * The client publishes what we wrote, from another CPU: make the
+		 * write-combined stores globally visible before saying done.
+		 */
 		wmb();
 		atomic64_add(d->len, &busy_bytes);
 		now = ktime_get_ns();
@@ -570,6 +573,7 @@ static int sdma_remove_int(struct platform_device *pdev)
 	sdma_remove(pdev);
 	return 0;
 }
+
 #define sdma_remove sdma_remove_int
 #endif
 

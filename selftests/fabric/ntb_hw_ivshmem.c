@@ -308,6 +308,7 @@ static void ivs_link_work(struct work_struct *work)
 	ivs->last_check = jiffies;
 
 	present = shm_read(&ivs->peer->present);
+	smp_rmb();	/* pairs with ivs_side_start()'s smp_wmb(): present, then gen */
 	en = shm_read(&ivs->peer->link_en);
 	hb = shm_read(&ivs->peer->heartbeat);
 	gen = shm_read(&ivs->peer->gen);
@@ -940,7 +941,7 @@ static void ivs_side_start(struct ivs_dev *ivs)
 
 	shm_write(&ivs->self->link_en, 0);
 	shm_write(&ivs->self->gen, gen);
-	smp_wmb();
+	smp_wmb();	/* pairs with the smp_rmb() in ivs_link_work(): gen, then present */
 	shm_write(&ivs->self->present, 1);
 	ivs_publish_event(ivs);
 }
