@@ -229,6 +229,7 @@ static void conn_maybe_release(struct ntbsmc_conn *conn)
 		return;
 	if (test_and_set_bit(0, &conn->released))
 		return;
+	atomic_dec(&conn->dev->orphans);	/* ntbsmc_conn_release()'s */
 	atomic64_add(conn->tx_bytes, &conn->dev->lgr_tx_bytes);
 	atomic64_add(conn->rx_bytes, &conn->dev->lgr_rx_bytes);
 	ntbsmc_dev_slot_put(conn->dev, conn);
@@ -863,6 +864,12 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 		conn_flush(conn);
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
+	/*
+	 * An orphan until conn_maybe_release() gives the slot back; counted
+	 * before closed is seen, so that its decrement never comes first.
+	 */
+	atomic_inc(&conn->dev->orphans);
+	smp_mb__after_atomic();
 	WRITE_ONCE(conn->closed, true);
 	spin_unlock_irqrestore(&conn->lock, flags);
 

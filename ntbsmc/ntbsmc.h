@@ -111,6 +111,7 @@ struct ntbsmc_dev {
 	unsigned int nslots;
 	unsigned int free_units;
 	unsigned int rmbs;		/* connections holding units */
+	atomic_t orphans;		/* of those, closed: waiting for the peer */
 	unsigned long *slot_map;	/* units in use */
 	struct ntbsmc_conn __rcu **conns;	/* by local slot */
 	u32 next_token;

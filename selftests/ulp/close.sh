@@ -118,4 +118,9 @@ close_case close_in_handshake cpu "$R" 0 "" "--how handshake"
 
 barrier close-done
 wait_for 10 "every pinned page released" pins_balanced
+# every connection closed at both ends: none is left an orphan holding a buffer
+no_orphans() {
+	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" orphans)" = 0 ]
+}
+wait_for 30 "no orphan connection left on $NTB" no_orphans
 checked

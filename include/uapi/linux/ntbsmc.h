@@ -202,6 +202,8 @@ enum ntbsmc_attr {
  * @NTBSMC_DEV_RMB_SPACE: u32, bytes of the window for receive buffers (while the
  *	link is up)
  * @NTBSMC_DEV_RMB_FREE: u32, of those, bytes not in use
+ * @NTBSMC_DEV_ORPHANS: u32, connections whose socket closed while their buffer
+ *	waits for the peer to close its end (or for the link to go down)
  */
 enum ntbsmc_dev_attr {
 	NTBSMC_DEV_UNSPEC,
@@ -221,6 +223,7 @@ enum ntbsmc_dev_attr {
 	NTBSMC_DEV_DMA_CHAN,
 	NTBSMC_DEV_RMB_SPACE,
 	NTBSMC_DEV_RMB_FREE,
+	NTBSMC_DEV_ORPHANS,
 
 	__NTBSMC_DEV_MAX
 };
