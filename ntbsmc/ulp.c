@@ -775,11 +775,6 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 }
 
 /*
- * close(): like TCP's, it returns at once and the connection delivers what was
- * written in the background (ntbsmc_conn_release()); with SO_LINGER it first
- * waits up to @timeout for that, with a zero linger time it resets.
- */
-/*
  * close() while the handshake runs (socket locked; unlocks it). The FIN goes
  * now, as TCP's close() would send it, but TCP's close waits for the handshake's
  * worker: its last message may still be answered, and an answer that reaches a
@@ -815,6 +810,11 @@ static bool hs_close_defer(struct sock *sk, struct ntbsmc_sock *ctx)
 	return true;
 }
 
+/*
+ * close(): like TCP's, it returns at once and the connection delivers what was
+ * written in the background (ntbsmc_conn_release()); with SO_LINGER it first
+ * waits up to @timeout for that, with a zero linger time it resets.
+ */
 static void ntbsmc_close(struct sock *sk, long timeout)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);

@@ -55,6 +55,15 @@ if [ -n "${NTBSMC_TESTS:-}" ]; then
 	read -r -a TESTS <<<"$NTBSMC_TESTS"
 fi
 
+# boot_tests EXCLUDED...: TESTS but the EXCLUDED ones (NTBSMC_TESTS: all of them).
+boot_tests() {
+	local t
+	for t in "${TESTS[@]}"; do
+		[ -z "${NTBSMC_TESTS:-}" ] && case " $* " in *" $t "*) continue ;; esac
+		echo "$t"
+	done
+}
+
 # Each boot runs in its own subshell and appends its results, one TAP-like line
 # each ("ok NAME", "not ok NAME # why"), to $RUN/results.
 record() {
@@ -191,11 +200,8 @@ onevm_boot() {
 	RUN=$TOP/$boot
 	mkdir -p "$RUN"
 	IVS_PARAMS="profile=$profile"
-	local t tests=()
-	for t in "${TESTS[@]}"; do
-		case " ${TWOVM_ONLY[*]} " in *" $t "*) [ -n "${NTBSMC_TESTS:-}" ] || continue ;; esac
-		tests+=("$t")
-	done
+	local tests
+	mapfile -t tests < <(boot_tests "${TWOVM_ONLY[@]}")
 	# Within the PEX-8749's limits: the clients that use scratchpads, doorbells
 	# and windows, and ntbsmc's bring-up and data path; socket semantics do not
 	# depend on the profile.
@@ -248,11 +254,8 @@ twovm_boot() {
 	IVS_PARAMS="profile=default"
 	echo "# booting two VMs ($boot)"
 	vm_server fabric || { record "not ok $boot/ivshmem_server"; return; }
-	local t tests=()
-	for t in "${TESTS[@]}"; do
-		case " ${ONEVM_ONLY[*]} " in *" $t "*) [ -n "${NTBSMC_TESTS:-}" ] || continue ;; esac
-		tests+=("$t")
-	done
+	local tests
+	mapfile -t tests < <(boot_tests "${ONEVM_ONLY[@]}")
 	job a twovm a "${tests[@]}" fabric/peer_death.sh
 	job b twovm b "${tests[@]}" fabric/peer_death.sh
 	vm_start_pair

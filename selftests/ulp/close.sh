@@ -28,12 +28,6 @@ R=${CLOSE_ROUNDS:-8}
 ulp_wait_active
 port=7100
 
-# fb_server REASON: this namespace's server connections that fell back for REASON.
-fb_server() {
-	local re="\"fallback_server\": *\\{[^}]*\"$1\": *([0-9]+)"
-	[[ $(inns "$NTBSMC_CLI" -j stats) =~ $re ]] && echo "${BASH_REMATCH[1]}" || echo 0
-}
-
 # close_case NAME PATH ROUNDS BYTES SERVER_OPTS CLIENT_OPTS: ROUNDS connections
 # of BYTES each from b to a over PATH (cpu, dma, zc).
 close_case() {

@@ -265,18 +265,26 @@ static void write_all(int fd, const unsigned char *buf, size_t len)
 	}
 }
 
-/* Connects non-blocking and closes during the handshake, nothing written. */
-static void handshake_round(struct addrinfo *ai, unsigned long round)
+/* A socket with the ULP, its connect started non-blocking. */
+static int connect_nonblock(struct addrinfo *ai)
 {
 	int fd = ulp_socket(ai->ai_family);
-	time_t until = time(NULL) + CONNECT_RETRY_S;
-	struct tcp_info ti;
-	socklen_t len;
 
 	if (fcntl(fd, F_SETFL, O_NONBLOCK))
 		die("O_NONBLOCK");
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
 		die("connect");
+	return fd;
+}
+
+/* Connects non-blocking and closes during the handshake, nothing written. */
+static void handshake_round(struct addrinfo *ai, unsigned long round)
+{
+	int fd = connect_nonblock(ai);
+	time_t until = time(NULL) + CONNECT_RETRY_S;
+	struct tcp_info ti;
+	socklen_t len;
+
 	for (;;) {
 		len = sizeof(ti);
 		if (getsockopt(fd, SOL_TCP, TCP_INFO, &ti, &len))
@@ -361,17 +369,6 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int flood_connect(struct addrinfo *ai)
-{
-	int fd = ulp_socket(ai->ai_family);
-
-	if (fcntl(fd, F_SETFL, O_NONBLOCK))
-		die("O_NONBLOCK");
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
-		die("connect");
-	return fd;
-}
-
 /*
  * N connections, each closed 1.5 s after its connect and replaced at once: a
  * rolling flood, N / 1.5 new connections a second, so that the server's
@@ -392,7 +389,7 @@ static void run_flood(void)
 		die("calloc");
 	/* staggered over the first 1.5 s */
 	for (i = 0; i < opt.rounds; i++) {
-		fds[i] = flood_connect(ai);
+		fds[i] = connect_nonblock(ai);
 		born[i] = now_s() - 1.5 * i / opt.rounds;
 		opened++;
 	}
@@ -405,7 +402,7 @@ static void run_flood(void)
 			    ti.tcpi_state == 1 /* TCP_ESTABLISHED */)
 				up++;
 			close(fds[i]);
-			fds[i] = flood_connect(ai);
+			fds[i] = connect_nonblock(ai);
 			born[i] = now_s();
 			opened++;
 		}

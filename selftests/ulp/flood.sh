@@ -50,10 +50,8 @@ if [ "$ROLE" = a ]; then
 	inns sysctl -q -w net.ntbsmc.max_handshakes="$old_max"
 	barrier flood-drained
 	wait $hsrv || check "honest server failed: $(cat "$WORK/honest.json")" false
-	st=$(inns "$NTBSMC_CLI" -j stats)
-	log "stats: $st"
-	re='"fallback_server": *\{[^}]*"congested": *([0-9]+)'
-	[[ $st =~ $re ]] && cong=${BASH_REMATCH[1]} || cong=missing
+	log "stats: $(inns "$NTBSMC_CLI" -j stats)"
+	cong=$(fb_server congested)
 	check "server fallbacks counted as congested: $cong, want some" \
 		[ "$cong" != missing -a "$cong" != 0 ]
 else

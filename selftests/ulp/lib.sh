@@ -53,6 +53,13 @@ ntb_conn_to() {
 	[[ $(inns "$NTBSMC_CLI" -j conn show mode ntb dport "$1") == *local_port* ]]
 }
 
+# fb_server REASON: this namespace's server connections that fell back to TCP
+# for REASON (ntbsmc stats), or "missing".
+fb_server() {
+	local re="\"fallback_server\": *\\{[^}]*\"$1\": *([0-9]+)"
+	[[ $(inns "$NTBSMC_CLI" -j stats) =~ $re ]] && echo "${BASH_REMATCH[1]}" || echo missing
+}
+
 # Waits until this host's NTB port is usable by ntbsmc.
 ulp_wait_active() {
 	wait_for 60 "ntbsmc link active on $NTB" dev_active
