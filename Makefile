@@ -5,6 +5,9 @@
 # make demo         the main job on the emulated fabric
 # make bench        figures on the non-debug guest kernel
 # make install      modules and tools for KDIR's kernel (real hardware)
+#
+# FAULT_INJECTION=1 builds the test build of ntbsmc, with the selftests' delay and
+# failure points (ntbsmc/fault.h); make check's guests load it. Never install it.
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 DEBIAN_KDIRS ?= $(wildcard /usr/src/linux-headers-*-amd64)
@@ -12,13 +15,14 @@ CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Werror -std=gnu11
 
 TOOLS := selftests/vm/ivshmem-server
+FAULT_FLAGS := $(if $(filter 1 y,$(FAULT_INJECTION)),CONFIG_NTBSMC_FAULT_INJECTION=y)
 
 all: modules tools
 
 modules:
 	@test -d "$(KDIR)" || { echo "Error: no kernel build tree at KDIR=$(KDIR)" >&2; exit 1; }
 	@ntbsmc/check-kernel.sh $(KDIR)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 $(FAULT_FLAGS) modules
 
 tools: $(TOOLS)
 	$(MAKE) -C netlink-tool
@@ -52,6 +56,7 @@ bench:
 	bash selftests/vm/bench.sh
 
 install: modules
+	@test -z "$(FAULT_FLAGS)" || { echo "Error: FAULT_INJECTION=1 is the test build: install a normal one" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
 	depmod -a
 	$(MAKE) -C netlink-tool install

@@ -18,30 +18,8 @@
 
 #include <linux/module.h>
 #include <net/tcp.h>
-#include <linux/delay.h>
 #include "ntbsmc.h"
-
-/* Test-only: makes this host misbehave in the handshake (selftests). */
-static unsigned int fault_clc;
-module_param(fault_clc, uint, 0644);
-MODULE_PARM_DESC(fault_clc, "Test only: 1 truncated, 2 garbage, 3 oversized handshake messages; 4 a server that answers after the handshake timeout; 5 a server of a later protocol version only");
-
-enum { FAULT_NONE, FAULT_TRUNCATED, FAULT_GARBAGE, FAULT_OVERSIZED, FAULT_SLOW, FAULT_VERSION };
-
-/* Test only: a server that holds its connection this long before it accepts. */
-static unsigned int fault_accept_delay_ms;
-module_param(fault_accept_delay_ms, uint, 0644);
-MODULE_PARM_DESC(fault_accept_delay_ms, "Test only: a server handshake waits this long (at most 1000 ms) with its buffer set up, before ACCEPT");
-
-/* Test only: a client that reads the answer to its HELLO late. */
-static unsigned int fault_answer_delay_ms;
-module_param(fault_answer_delay_ms, uint, 0644);
-MODULE_PARM_DESC(fault_answer_delay_ms, "Test only: a client handshake waits this long (at most 1000 ms) after its HELLO before it reads the answer");
-
-/* Test only: a host that offers ntbsmc to this port and then says nothing. */
-static unsigned int fault_silent_port;
-module_param(fault_silent_port, uint, 0644);
-MODULE_PARM_DESC(fault_silent_port, "Test only: client handshakes to this port send nothing and time out (a stalling peer)");
+#include "fault.h"
 
 struct clc_io {
 	struct ntbsmc_sock *ctx;
@@ -183,20 +161,14 @@ static size_t clc_len(u8 type)
 static int clc_send(struct clc_io *io, void *msg, u8 type)
 {
 	size_t len = clc_len(type);
-	unsigned int fault = READ_ONCE(fault_clc);
 
 	clc_hdr(msg, type, len);
-	switch (fault) {
-	case FAULT_TRUNCATED:
-		/* A header that promises more than ever comes. */
-		return io_send(io, msg, len / 2);
-	case FAULT_GARBAGE:
+	if (ntbsmc_fault(NTBSMC_FAULT_CLC_TRUNCATED, io->sk))
+		return io_send(io, msg, len / 2);	/* a header that promises more */
+	if (ntbsmc_fault(NTBSMC_FAULT_CLC_GARBAGE, io->sk))
 		memset(msg, 0x5a, len);
-		break;
-	case FAULT_OVERSIZED:
+	else if (ntbsmc_fault(NTBSMC_FAULT_CLC_OVERSIZED, io->sk))
 		((struct ntbsmc_clc_hdr *)msg)->length = cpu_to_be16(60000);
-		break;
-	}
 	return io_send(io, msg, len);
 }
 
@@ -293,6 +265,7 @@ static int clc_finish(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, int rc)
 
 	if (rc) {
 		ntbsmc_conn_release(conn, true);
+		ntbsmc_fault_delay(NTBSMC_FAULT_HS_FAIL_DELAY, ctx->sk);
 		return rc;
 	}
 	ntbsmc_conn_established(conn);
@@ -369,8 +342,7 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 		return READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
 						NTBSMC_REASON_DISABLED;
 	io_init(&io, ctx);
-	if (unlikely(READ_ONCE(fault_silent_port)) &&
-	    ntohs(inet_sk(ctx->sk)->inet_dport) == READ_ONCE(fault_silent_port)) {
+	if (ntbsmc_fault(NTBSMC_FAULT_CLIENT_SILENT, ctx->sk)) {
 		io_wait(&io, INT_MAX);
 		return NTBSMC_REASON_TIMEOUT;
 	}
@@ -378,8 +350,7 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	rc = io_send(&io, &hello, sizeof(hello));
 	if (rc)
 		return rc;
-	if (unlikely(READ_ONCE(fault_answer_delay_ms)))
-		msleep(min(READ_ONCE(fault_answer_delay_ms), 1000U));
+	ntbsmc_fault_delay(NTBSMC_FAULT_CLIENT_ANSWER_DELAY, ctx->sk);
 	rc = client_wait_hello_ack(&io, &in.ack);
 	if (rc)
 		return rc;
@@ -486,8 +457,7 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	struct clc_io io;
 	int rc;
 
-	if (READ_ONCE(fault_clc) == FAULT_SLOW)
-		msleep(READ_ONCE(nn->handshake_timeout_ms) + 100);
+	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_HELLO_DELAY, sk);
 	io_init(&io, ctx);
 	/* The child may still be in SYN_RECV: wait for the final state. */
 	wait_event_timeout(ctx->hs_wq, READ_ONCE(sk->sk_state) != TCP_SYN_RECV,
@@ -516,7 +486,7 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 
 	ack.version_min = NTBSMC_CLC_VERSION;
 	ack.version_max = NTBSMC_CLC_VERSION;
-	if (READ_ONCE(fault_clc) == FAULT_VERSION) {
+	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_VERSION, sk)) {
 		ack.version_min++;
 		ack.version_max++;
 	}
@@ -538,14 +508,16 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	ntbsmc_dev_put(dev);
 	if (IS_ERR(conn))
 		return clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
+	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ATTACH_DELAY, sk);
 	rc = clc_attach(&io, conn, &in.prop.rmb);
 	if (rc)
 		return rc;
-	if (unlikely(READ_ONCE(fault_accept_delay_ms)))
-		msleep(min(READ_ONCE(fault_accept_delay_ms), 1000U));
+	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ACCEPT_DELAY, sk);
 	fill_rmb(&acc.rmb, conn);
 	rc = clc_send(&io, &acc, NTBSMC_CLC_ACCEPT);
-	if (!rc)
+	if (!rc && ntbsmc_fault(NTBSMC_FAULT_SERVER_CONFIRM_LOST, sk))
+		rc = -ETIMEDOUT;	/* as if CONFIRM never came */
+	else if (!rc)
 		rc = clc_recv(&io, &in, NTBSMC_CLC_CONFIRM);
 	return clc_finish(ctx, conn, rc);
 }

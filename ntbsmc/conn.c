@@ -9,6 +9,7 @@
 #include <net/tcp.h>
 #include <net/inet_sock.h>
 #include "ntbsmc.h"
+#include "fault.h"
 
 /*
  * Window accesses happen inside this SRCU section after checking that the
@@ -16,20 +17,6 @@
  * lets a device go away under running connections.
  */
 DEFINE_SRCU(ntbsmc_srcu);
-
-/* Test only: the next send on a connection with this port lies about its cursor. */
-static unsigned int fault_cursor_port;
-module_param(fault_cursor_port, uint, 0644);
-MODULE_PARM_DESC(fault_cursor_port, "Test only: publish an impossible producer cursor on the next send of a connection with this local or remote port");
-
-static bool conn_fault_cursor(struct sock *sk)
-{
-	unsigned int port = READ_ONCE(fault_cursor_port);
-
-	if (!port || (inet_sk(sk)->inet_num != port && ntohs(inet_sk(sk)->inet_dport) != port))
-		return false;
-	return cmpxchg(&fault_cursor_port, port, 0) == port;
-}
 
 void ntbsmc_conn_sync(void)
 {
@@ -587,7 +574,7 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 		conn->tx_prod += done;
 		conn->cpu_bytes += done;
 		ntbsmc_conn_publish_locked(conn, conn->tx_prod);
-		if (done && conn_fault_cursor(sk))
+		if (done && ntbsmc_fault(NTBSMC_FAULT_TX_BAD_CURSOR, sk))
 			writeq(conn->tx_prod + 2ULL * conn->peer_rmb_size, &conn->tx_ctl->prod);
 	} else if (!err) {
 		err = -ECONNRESET;

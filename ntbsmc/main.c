@@ -4,14 +4,18 @@
 #include <linux/module.h>
 #include <net/tcp.h>
 #include "ntbsmc.h"
+#include "fault.h"
 
 static int __init ntbsmc_init(void)
 {
 	int rc;
 
-	rc = ntbsmc_netns_init();
+	rc = ntbsmc_fault_init();
 	if (rc)
 		return rc;
+	rc = ntbsmc_netns_init();
+	if (rc)
+		goto err_fault;
 	rc = ntbsmc_dev_init();
 	if (rc)
 		goto err_netns;
@@ -29,6 +33,8 @@ err_dev:
 	ntbsmc_dev_exit();
 err_netns:
 	ntbsmc_netns_exit();
+err_fault:
+	ntbsmc_fault_exit();
 	return rc;
 }
 
@@ -38,6 +44,7 @@ static void __exit ntbsmc_exit(void)
 	ntbsmc_netlink_exit();
 	ntbsmc_dev_exit();
 	ntbsmc_netns_exit();
+	ntbsmc_fault_exit();
 }
 
 module_init(ntbsmc_init);

@@ -18,7 +18,7 @@ source "$REPO/selftests/dma/lib.sh"
 case $1 in
 setup) dma_setup; exit ;;
 cleanup)
-	echo 0 >/sys/module/ntbsmc/parameters/fault_answer_delay_ms 2>/dev/null
+	fault_clear
 	dma_cleanup
 	exit ;;
 esac
@@ -102,13 +102,15 @@ close_case nonblock_v6_dma dma "$R" $K "" "-6 --how close --nonblock"
 
 # The client closes during the handshake, as soon as TCP is established or 50 ms
 # later, while the server's answer to its HELLO waits unread (the client's kernel
-# reads it 200 ms after the HELLO: fault_answer_delay_ms). TCP closes a socket
+# reads it 200 ms after the HELLO: client_answer_delay). TCP closes a socket
 # with unread data with a reset: the server would read ECONNRESET. It must read
 # EOF, as from TCP, in every round; the rounds end in TCP (peer_closed), or over
 # NTB if a close came after the handshake after all.
-[ "$ROLE" = b ] && echo 200 >/sys/module/ntbsmc/parameters/fault_answer_delay_ms
-close_case close_in_handshake cpu "$R" 0 "" "--how handshake"
-[ "$ROLE" = b ] && echo 0 >/sys/module/ntbsmc/parameters/fault_answer_delay_ms
+if have_faults; then
+	[ "$ROLE" = b ] && fault_set client_answer_delay -1 200
+	close_case close_in_handshake cpu "$R" 0 "" "--how handshake"
+	[ "$ROLE" = b ] && fault_clear client_answer_delay
+fi
 
 barrier close-done
 wait_for 10 "every pinned page released" pins_balanced

@@ -37,7 +37,7 @@
  *
  * flood keeps N connections with the ULP open (non-blocking), each closed 1.5 s
  * after its connect and replaced at once, for S seconds (10): with a kernel that
- * stalls their handshakes (ntbsmc's fault_silent_port), the load of a host that
+ * stalls their handshakes (ntbsmc's fault point client_silent), the load of a host that
  * keeps opening connections that offer ntbsmc and never speak. It prints how
  * many it opened, and how many of those it closed had TCP established.
  */

@@ -4,9 +4,10 @@
 # when a peer misbehaves in the handshake, the connection falls back or is reset
 # within a bound:
 #   - Linux SMC (AF_SMC) server or client against an ntbsmc peer
-#   - malformed handshakes (fault_clc: truncated, garbage, oversized, late server)
-#   - a server of another protocol version (fault_clc 5): both fall back, reason
-#     version, bytes intact
+#   - malformed handshakes (fault points clc_truncated, clc_garbage,
+#     clc_oversized, server_hello_delay: a server that answers too late)
+#   - a server of another protocol version (server_version): both fall back,
+#     reason version, bytes intact
 # (A misbehaving peer after the handshake, and the link going down under a
 # connection: ulp/hostile.sh.)
 source "$REPO/selftests/lib.sh"
@@ -18,14 +19,15 @@ setup)
 	load_module smc
 	exit ;;
 cleanup)
+	fault_clear
 	ulp_cleanup
 	unload_module smc
 	exit ;;
 esac
 
+need_faults
 ulp_wait_active
 port=6100
-P=/sys/module/ntbsmc/parameters
 T_MS=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
 
 # Linux SMC peers: both ends end on TCP with the application's bytes intact, both
@@ -48,8 +50,8 @@ fi
 # Malformed handshakes from host a's kernel (in the one-VM topology both hosts
 # share the kernel, so both misbehave): fallback with intact bytes or a reset,
 # within three handshake timeouts, never a hang.
-for f in 1 2 3 4; do
-	[ "$ROLE" = a ] && echo $f >$P/fault_clc
+for f in clc_truncated clc_garbage clc_oversized server_hello_delay; do
+	[ "$ROLE" = a ] && fault_set $f -1 $((T_MS + 100))
 	barrier "fault$f-set"
 	xfer_one "fault$f" "--ulp --allow-reset" "--ulp --allow-reset --bytes 100000 --both"
 	o=$(jfield "$out" outcome)
@@ -67,22 +69,22 @@ for f in 1 2 3 4; do
 			check "fault$f: no time in $out" false
 		fi
 	fi
-	[ "$ROLE" = a ] && echo 0 >$P/fault_clc
+	[ "$ROLE" = a ] && fault_clear $f
 	barrier "fault$f-clear"
 done
-[ "$ROLE" = a ] && check "fault_clc: no handshake error counted" \
+[ "$ROLE" = a ] && check "malformed handshakes: no handshake error counted" \
 	[ "$(jfield "$(inns "$NTBSMC_CLI" -j stats)" handshake_errors)" -gt 0 ]
 
 # Host a's server offers only the protocol version after ours: the client
 # declines with reason version, the server falls back as declined by it.
-[ "$ROLE" = a ] && echo 5 >$P/fault_clc
+[ "$ROLE" = a ] && fault_set server_version
 barrier version-set
 xfer_one version "--ulp" "--ulp --bytes 300000 --both"
 [ "$ROLE" = a ] && want=tcp/declined/version || want=tcp/version/none
 got=$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" peer_reason)
 check "version: $got, want $want" [ "$got" = "$want" ]
 check "version: not intact" [ "$(jfield "$out" intact)" = true ]
-[ "$ROLE" = a ] && echo 0 >$P/fault_clc
+[ "$ROLE" = a ] && fault_clear server_version
 barrier version-clear
 
 checked

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # A hostile host floods a server with connections that offer ntbsmc and then say
-# nothing (each stalls its server-side handshake until the handshake timeout);
+# nothing (fault point client_silent; each stalls its server-side handshake until the handshake timeout);
 # an honest client's connections to another port of the same server must still
 # get NTB, or fall back at once, never wait behind the flood:
 #
@@ -20,16 +20,16 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-P=/sys/module/ntbsmc/parameters
 case $1 in
 setup) ulp_setup; exit ;;
 cleanup)
-	echo 0 >$P/fault_silent_port 2>/dev/null
+	fault_clear
 	ulp_cleanup
 	exit ;;
 esac
 
 CLOSER=$REPO/selftests/ulp/closer
+need_faults
 ulp_wait_active
 flood=7300 honest=7301 n=40 rounds=4
 hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
@@ -56,7 +56,7 @@ if [ "$ROLE" = a ]; then
 		[ "$cong" != missing -a "$cong" != 0 ]
 else
 	barrier flood-listening
-	echo $flood >$P/fault_silent_port
+	fault_set client_silent -1 0 $flood
 	inns "$CLOSER" flood "$PEER_IP" $flood --rounds $n --secs 15 >"$WORK/flood.json" &
 	fl=$!
 	# let the flood's handshakes fill the server
@@ -81,7 +81,7 @@ else
 	check "none of $rounds honest connections met the full bound" [ $fell -gt 0 ]
 	wait $fl
 	log "flood: $(cat "$WORK/flood.json")"
-	echo 0 >$P/fault_silent_port
+	fault_clear client_silent
 	barrier flood-over
 	barrier flood-drained
 	# the flood is over and its handshakes ended: NTB again

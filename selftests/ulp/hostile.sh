@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # After the handshake:
-#   - a hostile window writer (fault_cursor_port): that connection resets, a
+#   - a hostile window writer (fault point tx_bad_cursor): that connection resets, a
 #     concurrent one finishes intact over NTB
 #   - the link going down under a connection: reset within a bound; TCP while it
 #     is down; NTB again once it is back
@@ -13,14 +13,14 @@ setup)
 	ulp_setup
 	exit ;;
 cleanup)
-	echo 0 >/sys/module/ntbsmc/parameters/fault_cursor_port 2>/dev/null
+	fault_clear
 	ulp_cleanup
 	exit ;;
 esac
 
+need_faults
 ulp_wait_active
 port=6100
-P=/sys/module/ntbsmc/parameters
 
 # A hostile window writer: host b's send on one connection publishes an impossible
 # cursor; that connection is reset, a concurrent one finishes intact over NTB. The
@@ -53,7 +53,7 @@ else
 		>$WORK/good.json &
 	g=$!
 	wait_for 90 "the healthy connection over NTB" ntb_conn_to $good
-	echo $bad >$P/fault_cursor_port
+	fault_set tx_bad_cursor 1 0 $bad
 	inns "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
 	touch $release
 	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false

@@ -91,3 +91,43 @@ xfer_one() {
 	log "$name: $out"
 	barrier "$name-done"
 }
+
+# The test build's delay and failure points (ntbsmc/fault.h), one directory each.
+FAULTS=/sys/kernel/debug/ntbsmc/fault
+
+# have_faults: the fault points are there. make check's guests always load the
+# test build (it fails there without them); on an installed ntbsmc it says that
+# what follows is skipped, and is false.
+have_faults() {
+	[ -d $FAULTS ] && return 0
+	[ -z "${IVS_PARAMS:-}" ] || fail "no $FAULTS: make check loads the test build"
+	echo "# [$ROLE] SKIP: ntbsmc is not the test build (make FAULT_INJECTION=1): no $FAULTS"
+	return 1
+}
+
+# need_faults: the whole test needs fault points (have_faults), or is skipped.
+need_faults() {
+	have_faults || exit "$KSFT_SKIP"
+}
+
+# fault_set POINT [TIMES [DELAY_MS [PORT]]]: POINT fires at every hit, TIMES
+# times (-1, the default: until cleared), sleeping DELAY_MS if it is a delay
+# point, only on connections with local or remote port PORT if one is given.
+fault_set() {
+	local d=$FAULTS/$1
+	echo "${4:-0}" >"$d/port" && echo "${3:-0}" >"$d/delay_ms" &&
+		echo "${2:--1}" >"$d/times" && echo 100 >"$d/probability" ||
+		fail "cannot arm fault point $1"
+}
+
+# fault_clear [POINT...]: disarms the points (all of them without arguments);
+# for cleanup traps, so silent when there are none.
+fault_clear() {
+	local p
+	[ -d $FAULTS ] || return 0
+	[ $# -gt 0 ] || set -- $(ls $FAULTS)
+	for p in "$@"; do
+		echo 0 >"$FAULTS/$p/probability"
+		echo 0 >"$FAULTS/$p/port"
+	done
+}

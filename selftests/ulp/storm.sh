@@ -8,23 +8,23 @@
 #   host b: closer flood, 40 connections a wave   ---->  host a: closer server, killed
 #
 # Host a's handshakes hold their connection 300 ms before they accept
-# (fault_accept_delay_ms), so that the listener dies with children that own a
+# (fault point server_accept_delay), so that the listener dies with children that own a
 # receive buffer mid-handshake. Afterwards every receive buffer is free again on
 # both hosts (nothing leaked a slot, a connection or a device reference) and the
 # kernel logged no splat (the harness checks the guests' logs).
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-P=/sys/module/ntbsmc/parameters
 case $1 in
 setup) ulp_setup; exit ;;
 cleanup)
-	echo 0 >$P/fault_accept_delay_ms 2>/dev/null
+	fault_clear
 	ulp_cleanup
 	exit ;;
 esac
 
 CLOSER=$REPO/selftests/ulp/closer
+need_faults
 ulp_wait_active
 RANDOM=${STORM_SEED:-1805}
 rounds=${STORM_ROUNDS:-6}
@@ -50,7 +50,7 @@ buffers_free() {
 	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" buffers)" = 0 ]
 }
 
-[ "$ROLE" = a ] && echo 300 >$P/fault_accept_delay_ms
+[ "$ROLE" = a ] && fault_set server_accept_delay -1 300
 barrier delay-set
 for i in $(seq "$rounds"); do
 	port=$((port + 1))
@@ -71,7 +71,7 @@ for i in $(seq "$rounds"); do
 	fi
 	barrier "storm$i-done"
 done
-[ "$ROLE" = a ] && echo 0 >$P/fault_accept_delay_ms
+[ "$ROLE" = a ] && fault_clear server_accept_delay
 wait_for 60 "every receive buffer free again" buffers_free
 barrier storm-end
 checked

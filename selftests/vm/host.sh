@@ -16,12 +16,14 @@ _qemus=()
 
 # vm_prepare FLAVOUR: installs what is missing, builds (or reuses) the guest
 # kernel FLAVOUR (debug, nodebug), then our modules and tools against it. Sets
-# KBUILD and KIMAGE.
+# KBUILD and KIMAGE. A debug kernel has the fault-injection framework
+# (config.debug), and its guests load the test build of ntbsmc (fault.h); the
+# nodebug kernel's (make bench, make demo) the module users install.
 vm_prepare() {
 	"$REPO/selftests/vm/deps.sh" || return 1
 	KBUILD=$("$REPO/selftests/vm/kernel.sh" "$1") || return 1
 	KIMAGE=$KBUILD/arch/x86/boot/bzImage
-	make -s -C "$REPO" KDIR="$KBUILD" all
+	make -s -C "$REPO" KDIR="$KBUILD" FAULT_INJECTION="$([ "$1" = debug ] && echo 1)" all
 }
 
 # vm_prepare_series FLAVOUR SERIES DIR: the guest kernel FLAVOUR of a second
@@ -34,7 +36,9 @@ vm_prepare_series() {
 	MODDIR2=$3
 	rm -rf "$MODDIR2"
 	"$REPO/selftests/vm/copy-modules.sh" "$MODDIR2" &&
-	make -s -C "$KBUILD2" M="$MODDIR2" W=1 modules >"$MODDIR2/build.log" 2>&1 ||
+	make -s -C "$KBUILD2" M="$MODDIR2" W=1 \
+		"CONFIG_NTBSMC_FAULT_INJECTION=$([ "$1" = debug ] && echo y)" \
+		modules >"$MODDIR2/build.log" 2>&1 ||
 		{ tail -20 "$MODDIR2/build.log" >&2; return 1; }
 }
 

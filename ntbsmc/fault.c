@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ntbsmc: the test build's delay and failure points (see fault.h). */
+
+#include <linux/module.h>
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/fault-inject.h>
+#include <net/inet_sock.h>
+#include "fault.h"
+
+#ifndef CONFIG_FAULT_INJECTION_DEBUG_FS
+#error "the test build of ntbsmc needs a kernel with CONFIG_FAULT_INJECTION_DEBUG_FS"
+#endif
+
+/* A delay point sleeps at most this long: the largest handshake timeout and then some. */
+#define FAULT_DELAY_MAX_MS	65000
+
+struct fault_point {
+	struct fault_attr attr;
+	u32 port;
+	u32 delay_ms;
+};
+
+static const char *const fault_names[NTBSMC_FAULT_NR] = {
+	[NTBSMC_FAULT_CLC_TRUNCATED]		= "clc_truncated",
+	[NTBSMC_FAULT_CLC_GARBAGE]		= "clc_garbage",
+	[NTBSMC_FAULT_CLC_OVERSIZED]		= "clc_oversized",
+	[NTBSMC_FAULT_SERVER_VERSION]		= "server_version",
+	[NTBSMC_FAULT_SERVER_HELLO_DELAY]	= "server_hello_delay",
+	[NTBSMC_FAULT_SERVER_ATTACH_DELAY]	= "server_attach_delay",
+	[NTBSMC_FAULT_SERVER_ACCEPT_DELAY]	= "server_accept_delay",
+	[NTBSMC_FAULT_SERVER_CONFIRM_LOST]	= "server_confirm_lost",
+	[NTBSMC_FAULT_HS_FAIL_DELAY]		= "hs_fail_delay",
+	[NTBSMC_FAULT_CLIENT_ANSWER_DELAY]	= "client_answer_delay",
+	[NTBSMC_FAULT_CLIENT_SILENT]		= "client_silent",
+	[NTBSMC_FAULT_TX_BAD_CURSOR]		= "tx_bad_cursor",
+};
+
+static struct fault_point fault_points[NTBSMC_FAULT_NR];
+static struct dentry *fault_root;
+
+static bool fault_port_match(const struct fault_point *p, const struct sock *sk)
+{
+	u32 port = READ_ONCE(p->port);
+
+	return !port || inet_sk(sk)->inet_num == port ||
+	       ntohs(inet_sk(sk)->inet_dport) == port;
+}
+
+bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk)
+{
+	struct fault_point *p = &fault_points[point];
+
+	/* The port is tested first, so that "times" counts only the port's hits. */
+	return fault_port_match(p, sk) && should_fail(&p->attr, 1);
+}
+
+void ntbsmc_fault_delay(enum ntbsmc_fault_point point, const struct sock *sk)
+{
+	might_sleep();
+	if (ntbsmc_fault(point, sk))
+		msleep(min_t(u32, READ_ONCE(fault_points[point].delay_ms),
+			     FAULT_DELAY_MAX_MS));
+}
+
+int ntbsmc_fault_init(void)
+{
+	struct dentry *dir;
+	int i;
+
+	/* The tests read debugfs; nothing works without it, so a failure is fatal. */
+	fault_root = debugfs_create_dir("ntbsmc", NULL);
+	dir = debugfs_create_dir("fault", fault_root);
+	for (i = 0; i < NTBSMC_FAULT_NR; i++) {
+		struct fault_point *p = &fault_points[i];
+		struct dentry *d;
+
+		p->attr = (struct fault_attr)FAULT_ATTR_INITIALIZER;
+		p->attr.verbose = 0;	/* a stack dump per fault would read as a splat */
+		d = fault_create_debugfs_attr(fault_names[i], dir, &p->attr);
+		if (IS_ERR(d)) {
+			debugfs_remove_recursive(fault_root);
+			return PTR_ERR(d);
+		}
+		debugfs_create_u32("port", 0600, d, &p->port);
+		debugfs_create_u32("delay_ms", 0600, d, &p->delay_ms);
+	}
+	pr_info("test build: fault points in debugfs ntbsmc/fault/\n");
+	return 0;
+}
+
+void ntbsmc_fault_exit(void)
+{
+	debugfs_remove_recursive(fault_root);
+}

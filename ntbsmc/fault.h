@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ntbsmc: delay and failure points for the selftests. They exist only in the test
+ * build (make FAULT_INJECTION=1, which make check loads); the module users install
+ * compiles every call below to nothing.
+ *
+ * Each point is a fault_attr of the kernel's fault-injection framework under
+ * /sys/kernel/debug/ntbsmc/fault/NAME/ (probability, times, interval, ...; see
+ * Documentation/fault-injection/fault-injection.rst), plus two knobs of ours:
+ * "port", which limits the point to connections with that local or remote port
+ * (0: any), and "delay_ms", how long a delay point sleeps when it fires.
+ */
+#ifndef NTBSMC_FAULT_H
+#define NTBSMC_FAULT_H
+
+#include <net/sock.h>
+
+enum ntbsmc_fault_point {
+	NTBSMC_FAULT_CLC_TRUNCATED,	/* a handshake message cut in half */
+	NTBSMC_FAULT_CLC_GARBAGE,	/* a handshake message of 0x5a bytes */
+	NTBSMC_FAULT_CLC_OVERSIZED,	/* a header that announces 60000 bytes */
+	NTBSMC_FAULT_SERVER_VERSION,	/* a server of the next protocol version only */
+	NTBSMC_FAULT_SERVER_HELLO_DELAY,	/* delay: a server slow to read HELLO */
+	NTBSMC_FAULT_SERVER_ATTACH_DELAY,	/* delay: PROPOSAL read, not yet attached */
+	NTBSMC_FAULT_SERVER_ACCEPT_DELAY,	/* delay: buffer set up, ACCEPT not yet sent */
+	NTBSMC_FAULT_SERVER_CONFIRM_LOST,	/* ACCEPT sent, fails as if CONFIRM never came */
+	NTBSMC_FAULT_HS_FAIL_DELAY,	/* delay: a failed handshake, before TCP hears */
+	NTBSMC_FAULT_CLIENT_ANSWER_DELAY,	/* delay: HELLO sent, its answer left unread */
+	NTBSMC_FAULT_CLIENT_SILENT,	/* a client that offers ntbsmc, then stalls */
+	NTBSMC_FAULT_TX_BAD_CURSOR,	/* a send that publishes an impossible cursor */
+	NTBSMC_FAULT_NR
+};
+
+#ifdef CONFIG_NTBSMC_FAULT_INJECTION
+int ntbsmc_fault_init(void);
+void ntbsmc_fault_exit(void);
+bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk);
+void ntbsmc_fault_delay(enum ntbsmc_fault_point point, const struct sock *sk);
+#else
+static inline int ntbsmc_fault_init(void)
+{
+	return 0;
+}
+
+static inline void ntbsmc_fault_exit(void)
+{
+}
+
+static inline bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk)
+{
+	return false;
+}
+
+static inline void ntbsmc_fault_delay(enum ntbsmc_fault_point point,
+				      const struct sock *sk)
+{
+}
+#endif
+
+#endif
