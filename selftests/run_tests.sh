@@ -41,13 +41,13 @@ trap vm_cleanup EXIT
 # The tests, in order: selftests/Makefile's TEST_PROGS (the kselftest list, which
 # the one-VM guests run through make -C selftests run_tests).
 mapfile -t TESTS < <(make -s -C "$REPO/selftests" list)
-# The flood and the storm load one kernel's handshakes, and hostile and faults
+# The flood, the storm and the stress tier load one kernel's handshakes, and hostile and faults
 # inject faults into one host's own paths (its window writer, its DMA engine):
 # one-VM boot only. The fabric's clients and the unmodified programs run between
 # the two VMs, on both kernel series (and the PEX-8749 VM runs ntb_tool and
 # ntb_transport on 6.12): the one-VM boot does not repeat them. So the two
 # parallel chains of boots take about as long, within make check's budget.
-ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/hostile.sh dma/faults.sh)
+ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/stress.sh ulp/hostile.sh dma/faults.sh)
 TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
 	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check

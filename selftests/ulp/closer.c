@@ -2,8 +2,8 @@
 /* closer: write, then close at once; the peer must read every byte, then EOF. */
 
 /*
- *   closer server ADDR PORT --rounds N --bytes B [--slow]
- *   closer client ADDR PORT --rounds N --bytes B [--how HOW] [--nonblock]
+ *   closer server ADDR PORT --rounds N --bytes B [--slow] [--seed S]
+ *   closer client ADDR PORT --rounds N --bytes B [--how HOW] [--nonblock] [--seed S]
  *   closer flood ADDR PORT --rounds N [--secs S]
  *
  * The commonest socket pattern there is (an HTTP/1.0 server, `cat file | ncat`,
@@ -31,9 +31,17 @@
  *   {"rounds": 50, "lost": 0, "ntb": 50, "ntb_bytes": 6553600, "first": "..."}
  *
  * "ntb" counts the rounds that ran over NTB and "ntb_bytes" the bytes that
- * crossed it (the server's rx_bytes, the client's tx_bytes): a connection that
- * fell back to TCP also delivers. Exit status 1 on any lost round or error.
- * Every socket times out after 120 s.
+ * crossed it to the reading end (its rx_bytes; the writing end counts none): a
+ * connection that fell back to TCP also delivers. "bytes" is what the rounds
+ * wrote. Exit status 1 on any lost round or error. Every socket times out after
+ * 120 s.
+ *
+ * --seed S (the same on both ends) makes a stress of it: each round draws its
+ * own size (a third each below 64 KiB, up to 256 KiB and up to 4 MiB: the CPU,
+ * staged DMA and zero-copy paths at their default thresholds), HOW (close,
+ * shutdown, exit, linger), blocking or not, a slow reader or not, and which end
+ * writes and ends the connection: the server in about half of the rounds, the
+ * client reading. --bytes, --how, --nonblock and --slow are then ignored.
  *
  * flood keeps N connections with the ULP open (non-blocking), each closed 1.5 s
  * after its connect and replaced at once, for S seconds (10): with a kernel that
@@ -76,11 +84,20 @@ static struct {
 	size_t bytes;
 	bool slow, nonblock;
 	unsigned long secs;
+	unsigned long long seed;	/* 0: every round as the options say */
 } opt = { .rounds = 1, .bytes = 131072, .how = "close", .secs = 10 };
+
+/* What one round does; the options' round, or a random one (--seed). */
+struct plan {
+	size_t bytes;
+	const char *how;
+	bool nonblock, slow;
+	bool reverse;		/* the server writes and ends, the client reads */
+};
 
 static struct {
 	unsigned long lost, ntb;
-	uint64_t ntb_bytes;
+	uint64_t ntb_bytes, bytes;
 	char first[160];
 } res;
 
@@ -107,14 +124,40 @@ static void __attribute__((noreturn)) die(const char *what)
 	exit(1);
 }
 
+/* splitmix64's finaliser: a well-mixed 64-bit function of Z */
+static uint64_t mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
 /* Byte K of round R: any block lost, repeated or moved shows. */
 static unsigned char pattern(unsigned long round, size_t k)
 {
-	uint64_t z = (k / 8 + 1) * 0x9e3779b97f4a7c15ULL + round;
+	return mix((k / 8 + 1) * 0x9e3779b97f4a7c15ULL + round) >> (8 * (k % 8));
+}
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (z ^ (z >> 31)) >> (8 * (k % 8));
+static struct plan plan_of(unsigned long round)
+{
+	static const char *const hows[] = { "close", "shutdown", "exit", "linger" };
+	static const size_t lo[] = { 1, 65536, 262144 }, hi[] = { 65535, 262143, 4194304 };
+	struct plan p = { opt.bytes, opt.how, opt.nonblock, opt.slow, false };
+	uint64_t r;
+	int path;
+
+	if (!opt.seed)
+		return p;
+	r = mix(opt.seed * 0x9e3779b97f4a7c15ULL + round);
+	path = r % 3;
+	r /= 3;
+	p.bytes = lo[path] + r % (hi[path] - lo[path] + 1);
+	r = mix(r);
+	p.how = hows[r % 4];
+	p.nonblock = r & 4;
+	p.slow = (r & 0x18) == 0x18 && p.bytes <= 1048576;	/* a quarter, not the longest */
+	p.reverse = r & 0x20;
+	return p;
 }
 
 static struct addrinfo *resolve(void)
@@ -151,31 +194,37 @@ static int ulp_socket(int family)
 	return fd;
 }
 
-/* Counts the round as NTB if it is, with the bytes the socket moved over NTB. */
+/* Counts the round as NTB if it is, and a reader's bytes that came over NTB. */
 static void count_ntb(int fd, bool rx)
 {
 	struct ntbsmc_info info;
 	socklen_t len = sizeof(info);
 
-	if (getsockopt(fd, SOL_NTBSMC, NTBSMC_INFO, &info, &len))
-		die("NTBSMC_INFO");
+	/* an accepted socket's handshake may still run (its first read waits) */
+	for (int ms = 0;; ms++) {
+		len = sizeof(info);
+		if (getsockopt(fd, SOL_NTBSMC, NTBSMC_INFO, &info, &len))
+			die("NTBSMC_INFO");
+		if (info.mode != NTBSMC_MODE_HANDSHAKE || ms == IO_TIMEOUT_S * 1000)
+			break;
+		usleep(1000);
+	}
 	if (info.mode != NTBSMC_MODE_NTB)
 		return;
 	res.ntb++;
-	res.ntb_bytes += rx ? info.rx_bytes : info.tx_bytes;
+	if (rx)
+		res.ntb_bytes += info.rx_bytes;
 }
 
-static void server_round(int lfd, unsigned long round, unsigned char *buf)
+/* Reads the round's bytes to EOF, checking each, then closes. */
+static void read_round(int fd, unsigned long round, const struct plan *p,
+		       unsigned char *buf)
 {
-	size_t got = 0, want = opt.bytes, n, k;
-	int fd = accept(lfd, NULL, NULL);
+	size_t got = 0, want = p->bytes, n, k;
 	ssize_t r;
 
-	if (fd < 0)
-		die("accept");
-	timeouts(fd);
 	for (;;) {
-		n = opt.slow ? 4096 : opt.bytes + 1;
+		n = p->slow ? 4096 : want + 1;
 		r = recv(fd, buf, n, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -196,7 +245,7 @@ static void server_round(int lfd, unsigned long round, unsigned char *buf)
 			}
 		}
 		got += r;
-		if (opt.slow)
+		if (p->slow)
 			usleep(1000);
 	}
 out:
@@ -204,10 +253,34 @@ out:
 	close(fd);
 }
 
+static void write_round(int fd, unsigned long round, const struct plan *p,
+			unsigned char *buf);
+
+static void server_round(int lfd, unsigned long round, unsigned char *buf)
+{
+	struct plan p = plan_of(round);
+	int fd = accept(lfd, NULL, NULL);
+
+	if (fd < 0)
+		die("accept");
+	timeouts(fd);
+	if (p.reverse) {
+		count_ntb(fd, false);
+		write_round(fd, round, &p, buf);
+	} else
+		read_round(fd, round, &p, buf);
+}
+
+/* A buffer for any round's bytes, and one more. */
+static size_t buf_size(void)
+{
+	return (opt.seed ? 4194304 : opt.bytes) + 1;
+}
+
 static void run_server(void)
 {
 	struct addrinfo *ai = resolve();
-	unsigned char *buf = malloc(opt.bytes + 1);
+	unsigned char *buf = malloc(buf_size());
 	unsigned long i;
 	int one = 1, lfd;
 
@@ -242,16 +315,16 @@ static int client_connect(struct addrinfo *ai)
 }
 
 /* Writes all of BUF: in one write(), or non-blocking as poll() allows. */
-static void write_all(int fd, const unsigned char *buf, size_t len)
+static void write_all(int fd, const unsigned char *buf, size_t len, bool nonblock)
 {
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	ssize_t n;
 
-	if (opt.nonblock && fcntl(fd, F_SETFL, O_NONBLOCK))
+	if (nonblock && fcntl(fd, F_SETFL, O_NONBLOCK))
 		die("O_NONBLOCK");
 	while (len) {
 		n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EAGAIN && opt.nonblock) {
+		if (n < 0 && errno == EAGAIN && nonblock) {
 			if (poll(&p, 1, IO_TIMEOUT_S * 1000) != 1)
 				die("poll");
 			continue;
@@ -302,28 +375,25 @@ static void handshake_round(struct addrinfo *ai, unsigned long round)
 	close(fd);
 }
 
-static void client_round(struct addrinfo *ai, unsigned long round, unsigned char *buf)
+/* Writes the round's bytes and ends the connection as the plan says. */
+static void write_round(int fd, unsigned long round, const struct plan *p,
+			unsigned char *buf)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 10 };
-	int fd, status;
+	int status;
 	char c;
 	size_t k;
 	pid_t pid;
 
-	if (!strcmp(opt.how, "handshake")) {
-		handshake_round(ai, round);
-		return;
-	}
-	for (k = 0; k < opt.bytes; k++)
+	for (k = 0; k < p->bytes; k++)
 		buf[k] = pattern(round, k);
-	fd = client_connect(ai);
-	count_ntb(fd, false);
-	if (!strcmp(opt.how, "exit")) {
+	res.bytes += p->bytes;
+	if (!strcmp(p->how, "exit")) {
 		pid = fork();
 		if (pid < 0)
 			die("fork");
 		if (!pid) {
-			write_all(fd, buf, opt.bytes);
+			write_all(fd, buf, p->bytes, p->nonblock);
 			_exit(0);	/* the kernel closes the socket */
 		}
 		close(fd);
@@ -332,25 +402,43 @@ static void client_round(struct addrinfo *ai, unsigned long round, unsigned char
 			lost(round, "the writing child failed");
 		return;
 	}
-	write_all(fd, buf, opt.bytes);
-	if (!strcmp(opt.how, "shutdown")) {
+	write_all(fd, buf, p->bytes, p->nonblock);
+	if (!strcmp(p->how, "shutdown")) {
 		if (shutdown(fd, SHUT_WR))
 			die("shutdown");
 		if (fcntl(fd, F_SETFL, 0))
 			die("F_SETFL");
 		if (recv(fd, &c, 1, 0) != 0)
-			lost(round, "no EOF from the server after shutdown");
-	} else if (!strcmp(opt.how, "linger")) {
+			lost(round, "no EOF from the reader after shutdown");
+	} else if (!strcmp(p->how, "linger")) {
 		if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)))
 			die("SO_LINGER");
 	}
 	close(fd);
 }
 
+static void client_round(struct addrinfo *ai, unsigned long round, unsigned char *buf)
+{
+	struct plan p = plan_of(round);
+	int fd;
+
+	if (!strcmp(p.how, "handshake")) {
+		handshake_round(ai, round);
+		return;
+	}
+	fd = client_connect(ai);
+	if (p.reverse) {
+		read_round(fd, round, &p, buf);
+		return;
+	}
+	count_ntb(fd, false);
+	write_round(fd, round, &p, buf);
+}
+
 static void run_client(void)
 {
 	struct addrinfo *ai = resolve();
-	unsigned char *buf = malloc(opt.bytes + 1);
+	unsigned char *buf = malloc(buf_size());
 	unsigned long i;
 
 	if (!buf)
@@ -421,7 +509,8 @@ static void run_flood(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: closer server|client|flood ADDR PORT [--rounds N] [--bytes B] "
-			"[--slow] [--how close|shutdown|exit|linger|handshake] [--nonblock] [--secs S]\n");
+			"[--slow] [--how close|shutdown|exit|linger|handshake] [--nonblock] [--secs S] "
+			"[--seed S]\n");
 	exit(2);
 }
 
@@ -450,6 +539,8 @@ int main(int argc, char **argv)
 			opt.nonblock = true;
 		else if (!strcmp(argv[i], "--secs") && i + 1 < argc)
 			opt.secs = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			opt.seed = strtoull(argv[++i], NULL, 0);
 		else
 			usage();
 	}
@@ -466,6 +557,7 @@ int main(int argc, char **argv)
 	else
 		run_client();
 	printf("{\"rounds\": %lu, \"lost\": %lu, \"ntb\": %lu, \"ntb_bytes\": %" PRIu64
-	       ", \"first\": \"%s\"}\n", opt.rounds, res.lost, res.ntb, res.ntb_bytes, res.first);
+	       ", \"bytes\": %" PRIu64 ", \"first\": \"%s\"}\n", opt.rounds, res.lost,
+	       res.ntb, res.ntb_bytes, res.bytes, res.first);
 	return res.lost ? 1 : 0;
 }

@@ -1,0 +1,255 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The stress tier: PAIRS connections at once between the two hosts, in four
+# phases, every transfer checked byte for byte by its reader, seeded and
+# reproducible (STRESS_SEED, STRESS_ROUNDS):
+#
+#   host b: closer client / xfer client  x PAIRS  ---->  host a: the servers
+#
+#   mixed   closer --seed: each round draws its size (CPU, staged DMA or
+#           zero-copy path), its end (close, shutdown, exit, SO_LINGER), blocking
+#           or not, a slow reader or not, and which end writes and ends it.
+#           No round may lose a byte, every round runs over NTB, the readers'
+#           NTB bytes add up to what was written, and each path carried some.
+#   dma     the same while the software engine fails a descriptor and slows
+#           down at random: the failed ranges are rewritten, nothing is lost.
+#   kill    1 GiB both ways, and one end of each pair is killed (SIGKILL) at a
+#           random moment of its first second: the other ends within a bound.
+#   unbind  4 MiB both ways (a reset is an outcome), and host b's NTB port is
+#           unbound at a random moment, some connections in their handshake,
+#           and bound again: what completed is intact, then NTB again.
+#
+# After each phase both hosts are idle again: no receive buffer, orphan,
+# connection, link-group connection or pinned page left (the harness then
+# checks kmemleak and the kernel log for splats).
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+source "$REPO/selftests/dma/lib.sh"
+
+case $1 in
+setup) dma_setup; exit ;;
+cleanup)
+	[ -w "$SOFT_DMA/fail_nth" ] && echo 0 >"$SOFT_DMA/fail_nth"
+	[ -w "$SOFT_DMA/latency_us" ] && echo 0 >"$SOFT_DMA/latency_us"
+	dma_cleanup
+	exit ;;
+esac
+
+CLOSER=$REPO/selftests/ulp/closer
+seed=${STRESS_SEED:-2026}
+rounds=${STRESS_ROUNDS:-8}
+pairs=3
+RANDOM=$seed
+port=7600
+log "seed $seed, $rounds rounds, $pairs pairs"
+ulp_wait_active
+dma_paths 65536 262144	# the defaults: each path by the size of the write
+
+# idle: nothing of a connection is left on this host.
+idle() {
+	local dev lgr conns
+	dev=$(inns "$NTBSMC_CLI" -j dev show "$NTB")
+	lgr=$(inns "$NTBSMC_CLI" -j lgr show)
+	conns=$(inns "$NTBSMC_CLI" -j conn show)
+	[ "$(jfield "$dev" buffers)" = 0 ] && [ "$(jfield "$dev" orphans)" = 0 ] &&
+		[[ ! $lgr =~ \"conns\":\ *[1-9] ]] && [[ $conns != *local_port* ]] &&
+		pins_balanced
+}
+
+# tcp_up PORT: this host has an established TCP connection with local or remote
+# PORT (read from /proc: starting ss costs a second of the debug guest).
+tcp_up() {
+	local hex f _sl local rem st _rest
+	printf -v hex ':%04X' "$1"
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		while read -r _sl local rem st _rest; do
+			[ "$st" = 01 ] && [[ $local == *"$hex" || $rem == *"$hex" ]] && return 0
+		done < <(inns cat "$f" 2>/dev/null)
+	done
+	return 1
+}
+
+# phase_end NAME: both hosts idle again, within a bound.
+phase_end() {
+	wait_for 60 "$1: no buffer, orphan, connection or pin left" idle
+	log "$1: idle: $(inns "$NTBSMC_CLI" -j dev show "$NTB")"
+	barrier "$1-idle"
+}
+
+# closers NAME: PAIRS closer pairs with seeded random rounds; checks each.
+closers() {
+	local name=$1 i pids=() rc out ntb=0 wrote=0
+	for i in $(seq $pairs); do
+		if [ "$ROLE" = a ]; then
+			inns "$CLOSER" server "$MY_IP" $((port + i)) --rounds "$rounds" \
+				--seed $((seed * 10 + i)) >"$WORK/$name$i.json" 2>&1 &
+			pids+=($!)
+			wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
+		fi
+	done
+	barrier "$name-listening"
+	if [ "$ROLE" = b ]; then
+		for i in $(seq $pairs); do
+			inns "$CLOSER" client "$PEER_IP" $((port + i)) --rounds "$rounds" \
+				--seed $((seed * 10 + i)) >"$WORK/$name$i.json" 2>&1 &
+			pids+=($!)
+		done
+	fi
+	for i in $(seq $pairs); do
+		wait "${pids[$((i - 1))]}"
+		rc=$?
+		out=$(tail -1 "$WORK/$name$i.json")
+		log "$name $i: $out"
+		check "$name $i: closer $ROLE exited $rc: $(cat "$WORK/$name$i.json")" [ $rc = 0 ]
+		check "$name $i: $(jfield "$out" lost) of $rounds rounds lost bytes" \
+			[ "$(jfield "$out" lost)" = 0 ]
+		check "$name $i: $(jfield "$out" ntb) of $rounds rounds over NTB" \
+			[ "$(jfield "$out" ntb)" = "$rounds" ]
+		ntb=$((ntb + $(jfield "$out" ntb_bytes)))
+		wrote=$((wrote + $(jfield "$out" bytes)))
+	done
+	port=$((port + pairs))
+	# what this host read over NTB is what the other one wrote
+	put "$name-wrote" $wrote
+	check "$name: read $ntb bytes over NTB, the peer wrote $(get "$name-wrote")" \
+		[ "$ntb" = "$(get "$name-wrote")" ]
+}
+
+# path_bytes: this host's bytes sent by each copy path, "CPU DMA ZC".
+path_bytes() {
+	echo "$(ntb_stat cpu_bytes) $(ntb_stat dma_bytes) $(ntb_stat zc_bytes)"
+}
+
+# --- mixed
+read -r c0 d0 z0 <<<"$(path_bytes)"
+closers mixed
+read -r c1 d1 z1 <<<"$(path_bytes)"
+put mixed-paths "$((c1 - c0)) $((d1 - d0)) $((z1 - z0))"
+read -r pc pd pz <<<"$(get mixed-paths)"
+log "mixed: sent by CPU/DMA/zero-copy: here $((c1 - c0))/$((d1 - d0))/$((z1 - z0)), peer $pc/$pd/$pz"
+for k in "CPU $((c1 - c0 + pc))" "DMA $((d1 - d0 + pd))" "zero-copy $((z1 - z0 + pz))"; do
+	check "mixed: the $k bytes by path ${k%% *}, want some" [ "${k##* }" -gt 0 ]
+done
+phase_end mixed
+
+# --- dma: host a drives the engine (one in the one-VM topology, shared)
+if [ "$ROLE" = a ]; then
+	(
+		RANDOM=$((seed + 1))
+		while [ ! -e "$WORK/dma-stop" ]; do
+			echo $((1 + RANDOM % 40)) >"$SOFT_DMA/fail_nth"
+			echo $((RANDOM % 3 * 1000)) >"$SOFT_DMA/latency_us"
+			nap "0.$((1 + RANDOM % 3))"
+		done
+		echo 0 >"$SOFT_DMA/fail_nth"
+		echo 0 >"$SOFT_DMA/latency_us"
+	) &
+	chaos=$!
+fi
+failed0=$(ntb_stat dma_failed)
+closers dma
+if [ "$ROLE" = a ]; then
+	touch "$WORK/dma-stop"
+	wait $chaos
+fi
+log "dma: DMA writes failed here: $(($(ntb_stat dma_failed) - failed0))"
+phase_end dma
+
+# --- kill: pair i's victim and moment come from the seed
+victims=()
+for i in $(seq $pairs); do
+	victims+=("$((RANDOM % 2)) 0.$((RANDOM % 10))")
+done
+pids=()
+for i in $(seq $pairs); do
+	if [ "$ROLE" = a ]; then
+		inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
+			>"$WORK/kill$i.json" 2>&1 &
+		pids+=($!)
+		wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
+	fi
+done
+barrier kill-listening
+if [ "$ROLE" = b ]; then
+	for i in $(seq $pairs); do
+		inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
+			--bytes 1073741824 --both >"$WORK/kill$i.json" 2>&1 &
+		pids+=($!)
+	done
+fi
+# the moment counts from the connection's establishment (killed before it
+# connects, a client would leave its server waiting for nobody): in its
+# handshake, or in its transfer
+me=$([ "$ROLE" = a ] && echo 0 || echo 1)
+for i in $(seq $pairs); do
+	read -r who when <<<"${victims[$((i - 1))]}"
+	[ "$who" = "$me" ] || continue
+	(
+		wait_for 60 "pair $i connected" tcp_up $((port + i))
+		nap "$when"
+		kill -9 "${pids[$((i - 1))]}" 2>/dev/null
+	) &
+done
+t0=$(now_us)
+for i in $(seq $pairs); do
+	wait "${pids[$((i - 1))]}"
+	log "kill $i: exit $? after $((($(now_us) - t0) / 1000)) ms: $(tail -1 "$WORK/kill$i.json")"
+done
+ms=$((($(now_us) - t0) / 1000))
+check "kill: the survivors took $ms ms to end, bound 60000" [ $ms -le 60000 ]
+port=$((port + pairs))
+phase_end kill
+
+# --- unbind: host b's port goes away under connections and comes back
+pids=()
+for i in $(seq $pairs); do
+	if [ "$ROLE" = a ]; then
+		inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
+			>"$WORK/unbind$i.json" 2>&1 &
+		pids+=($!)
+		wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
+	fi
+done
+barrier unbind-listening
+when=0.$((1 + RANDOM % 9))
+if [ "$ROLE" = b ]; then
+	for i in $(seq $pairs); do
+		inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
+			--bytes 4194304 --both >"$WORK/unbind$i.json" 2>&1 &
+		pids+=($!)
+		nap 0.2
+	done
+	nap "$when"
+	echo "ntbsmc-test: unbind" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
+fi
+ok=0
+for i in $(seq $pairs); do
+	wait "${pids[$((i - 1))]}"
+	rc=$?
+	out=$(tail -1 "$WORK/unbind$i.json")
+	log "unbind $i: $out"
+	check "unbind $i: xfer $ROLE exited $rc: $(cat "$WORK/unbind$i.json")" [ $rc = 0 ]
+	case $(jfield "$out" outcome) in
+	ok)
+		check "unbind $i: not intact" [ "$(jfield "$out" intact)" = true ]
+		ok=$((ok + 1)) ;;
+	reset) ;;
+	*) check "unbind $i: outcome $(jfield "$out" outcome)" false ;;
+	esac
+done
+log "unbind: $ok of $pairs transfers completed, the others were reset"
+port=$((port + pairs))
+barrier unbind-done
+if [ "$ROLE" = b ]; then
+	echo "ntbsmc-test: setup" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
+	[ "$TOPO" = onevm ] && run "$NTBSMC_CLI" dev set "$NTB" netns b
+fi
+barrier rebound
+ulp_wait_active
+phase_end unbind
+xfer_one after "--ulp" "--ulp --bytes 1000000 --both"
+check "after the stress: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
+	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+checked
