@@ -255,6 +255,17 @@ static int clc_attach(struct clc_io *io, struct ntbsmc_conn *conn,
 }
 
 /*
+ * What the peer answered to the message that told it our slot: a DECLINE says it
+ * did not attach to it, and never will (it declines only before attaching).
+ */
+static int clc_declined(struct ntbsmc_conn *conn, int rc)
+{
+	if (rc == NTBSMC_REASON_DECLINED)
+		ntbsmc_conn_expose(conn, false);
+	return rc;
+}
+
+/*
  * Ends a handshake that holds @conn: on success it carries the socket's data. A
  * socket that closed meanwhile ends it as close() would have: the peer reads
  * EOF; one that was destroyed resets it.
@@ -372,15 +383,21 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	memcpy(prop.fabric_id, conn->dev->fabric_id, NTBSMC_ID_LEN);
 	fill_rmb(&prop.rmb, conn);
 	rc = clc_send(&io, &prop, NTBSMC_CLC_PROPOSAL);
-	if (!rc)
-		rc = clc_recv(&io, &in, NTBSMC_CLC_ACCEPT);
-	if (!rc && ntbsmc_sock_dead(ctx))
-		rc = -ESHUTDOWN;	/* closed: it will send no CONFIRM */
 	if (rc)
 		return clc_finish(ctx, conn, rc);
+	ntbsmc_conn_expose(conn, true);
+	rc = clc_recv(&io, &in, NTBSMC_CLC_ACCEPT);
+	if (rc)
+		return clc_finish(ctx, conn, clc_declined(conn, rc));
 	rc = clc_attach(&io, conn, &in.acc.rmb);
 	if (rc)
 		return rc;
+	/*
+	 * Closed meanwhile: no CONFIRM. Attached all the same, so that our ABORT
+	 * reaches the server, which holds its slot until it hears from us.
+	 */
+	if (ntbsmc_sock_dead(ctx))
+		return clc_finish(ctx, conn, -ESHUTDOWN);
 	return clc_finish(ctx, conn, clc_send(&io, &conf, NTBSMC_CLC_CONFIRM));
 }
 
@@ -515,9 +532,11 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ACCEPT_DELAY, sk);
 	fill_rmb(&acc.rmb, conn);
 	rc = clc_send(&io, &acc, NTBSMC_CLC_ACCEPT);
-	if (!rc && ntbsmc_fault(NTBSMC_FAULT_SERVER_CONFIRM_LOST, sk))
-		rc = -ETIMEDOUT;	/* as if CONFIRM never came */
-	else if (!rc)
-		rc = clc_recv(&io, &in, NTBSMC_CLC_CONFIRM);
-	return clc_finish(ctx, conn, rc);
+	if (rc)
+		return clc_finish(ctx, conn, rc);
+	ntbsmc_conn_expose(conn, true);
+	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_CONFIRM_LOST, sk))
+		return clc_finish(ctx, conn, -ETIMEDOUT);
+	rc = clc_recv(&io, &in, NTBSMC_CLC_CONFIRM);
+	return clc_finish(ctx, conn, clc_declined(conn, rc));
 }

@@ -37,6 +37,18 @@ static u32 conn_rmb_want(struct sock *sk)
 	return roundup_pow_of_two(clamp_t(u32, want, NTBSMC_RMB_UNIT, NTBSMC_RMB_MAX));
 }
 
+static void conn_maybe_release(struct ntbsmc_conn *conn);
+
+/* The peer had all the time a handshake may take to attach to our slot. */
+static void conn_hold_expired(struct timer_list *t)
+{
+	struct ntbsmc_conn *conn = from_timer(conn, t, hold_timer);
+
+	WRITE_ONCE(conn->hold_expired, true);
+	conn_maybe_release(conn);
+	ntbsmc_conn_put(conn);	/* taken when the timer was armed */
+}
+
 struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 {
 	struct ntbsmc_conn *conn;
@@ -50,6 +62,7 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	kref_get(&dev->ref);		/* put in conn_free() */
 	conn->dev = dev;
 	conn->sk = sk;
+	timer_setup(&conn->hold_timer, conn_hold_expired, 0);
 	rc = ntbsmc_dev_slot_get(dev, conn, conn_rmb_want(sk));
 	if (rc) {
 		ntbsmc_dev_put(dev);
@@ -78,6 +91,7 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 {
 	struct ntbsmc_dev *dev = conn->dev;
 	u32 slot = be32_to_cpu(peer->slot), size = be32_to_cpu(peer->size);
+	unsigned long flags;
 	int idx;
 
 	if (be32_to_cpu(peer->epoch) != READ_ONCE(dev->peer_epoch))
@@ -96,6 +110,8 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 		srcu_read_unlock(&ntbsmc_srcu, idx);
 		return -ESTALE;
 	}
+	/* An abort (link down, the peer's reset) publishes under the lock too. */
+	spin_lock_irqsave(&conn->lock, flags);
 	conn->peer_slot = slot;
 	conn->peer_token = be32_to_cpu(peer->token);
 	conn->peer_rmb_size = size;
@@ -109,14 +125,32 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 	iowrite32(0, &conn->tx_ctl->flags);
 	wmb();
 	iowrite32(conn->peer_token, &conn->tx_ctl->token);
+	spin_unlock_irqrestore(&conn->lock, flags);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	return 0;
 }
 
-/* The handshake completed: from now on the peer writes into our slot. */
+/*
+ * The handshake told the peer our slot (@exposed: PROPOSAL or ACCEPT went out), or
+ * the peer declined, which it does only before it attached (not @exposed). From
+ * the first until the peer acknowledges our end, a failed handshake holds the
+ * slot: the peer may attach to it and write, and reset what it finds there.
+ */
+void ntbsmc_conn_expose(struct ntbsmc_conn *conn, bool exposed)
+{
+	WRITE_ONCE(conn->exposed, exposed);
+}
+
+static int conn_update(struct ntbsmc_conn *conn);
+
+/*
+ * The handshake completed: from now on the peer writes into our slot. A peer
+ * that reset it meanwhile (its ABORT came before we attached) resets it now.
+ */
 void ntbsmc_conn_established(struct ntbsmc_conn *conn)
 {
 	WRITE_ONCE(conn->established, true);
+	conn_update(conn);
 }
 
 static void conn_free(struct rcu_head *rcu)
@@ -144,6 +178,17 @@ static bool conn_link_ok(struct ntbsmc_conn *conn)
 bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn)
 {
 	return conn_link_ok(conn);
+}
+
+/*
+ * We may write our flags into the peer's control block: attached, not reset, on
+ * this link; established or not. Caller holds conn->lock (attach sets tx_ctl
+ * under it).
+ */
+static bool conn_peer_writable(struct ntbsmc_conn *conn)
+{
+	lockdep_assert_held(&conn->lock);
+	return !conn->err && conn->tx_ctl && conn_link_alive(conn);
 }
 
 /* We may still write into the peer's buffer; caller holds conn->lock. */
@@ -202,20 +247,32 @@ static void conn_flush(struct ntbsmc_conn *conn)
 }
 
 /*
- * A closed connection's slot is reused only once the peer can no longer write into
- * it: it acknowledged (closed or reset its end) or the link epoch ended. Exactly
- * once; drops the reference the closed socket left behind.
+ * The peer may still write into our slot: it knows the slot (exposed), has not
+ * acknowledged our end (closed or reset its own), the link epoch has not ended,
+ * and, if the handshake failed, it may still attach (hold_timer).
+ */
+static bool conn_peer_may_write(struct ntbsmc_conn *conn)
+{
+	if (!READ_ONCE(conn->exposed) || !conn_link_alive(conn) ||
+	    (READ_ONCE(conn->peer_flags) & (NTBSMC_F_CLOSED | NTBSMC_F_ABORT)))
+		return false;
+	return READ_ONCE(conn->established) || !READ_ONCE(conn->hold_expired);
+}
+
+/*
+ * A closed connection's slot is reused only once the peer can no longer write
+ * into it (conn_peer_may_write()): a late write would land in another
+ * connection's buffer, an ABORT on another connection. Exactly once; drops the
+ * reference the closed socket left behind.
  */
 static void conn_maybe_release(struct ntbsmc_conn *conn)
 {
-	if (!READ_ONCE(conn->closed))
-		return;
-	/* A handshake that did not complete: the peer never writes into the slot. */
-	if (READ_ONCE(conn->established) && conn_link_alive(conn) &&
-	    !(READ_ONCE(conn->peer_flags) & (NTBSMC_F_CLOSED | NTBSMC_F_ABORT)))
+	if (!READ_ONCE(conn->closed) || conn_peer_may_write(conn))
 		return;
 	if (test_and_set_bit(0, &conn->released))
 		return;
+	if (timer_delete(&conn->hold_timer))
+		ntbsmc_conn_put(conn);	/* the timer's: it will not run */
 	atomic_dec(&conn->dev->orphans);	/* ntbsmc_conn_release()'s */
 	atomic64_add(conn->tx_bytes, &conn->dev->lgr_tx_bytes);
 	atomic64_add(conn->rx_bytes, &conn->dev->lgr_rx_bytes);
@@ -227,6 +284,7 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 {
 	struct sock *sk;
 	unsigned long flags;
+	bool post;
 	int idx;
 
 	spin_lock_irqsave(&conn->lock, flags);
@@ -238,7 +296,8 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 	}
 	/* Tell the peer, unless the link itself is what failed. */
 	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn)) {
+	post = conn_peer_writable(conn);
+	if (post) {
 		conn->my_flags |= NTBSMC_F_ABORT;
 		conn_publish_flags(conn);
 	}
@@ -252,7 +311,7 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 	ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_ABORT, 1);
 	net_info_ratelimited("ntbsmc: %s: connection on slot %u reset: %s\n",
 			     conn->dev->name, conn->my_slot, why);
-	if (conn_link_alive(conn) && READ_ONCE(conn->established))
+	if (post)
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
 	if (sk) {
 		/* what TCP said first, if it did (a reset, a timeout), stands */
@@ -313,7 +372,7 @@ static int conn_update(struct ntbsmc_conn *conn)
 	spin_lock_irqsave(&conn->lock, flags);
 	idx = srcu_read_lock(&ntbsmc_srcu);
 	/* Even after an abort: the peer's acknowledgement frees the slot. */
-	if (READ_ONCE(conn->established) && conn_link_alive(conn))
+	if (READ_ONCE(conn->exposed) && conn_link_alive(conn))
 		rc = conn_read_peer(conn);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	if (!rc && conn->err)
@@ -324,8 +383,10 @@ static int conn_update(struct ntbsmc_conn *conn)
 	if (rc == -EPROTO) {
 		ntbsmc_conn_abort(conn, "invalid cursor or flags from the peer");
 		rc = -ECONNRESET;	/* what the application sees, as from TCP */
-	} else if (rc == -ECONNRESET && !conn->err)
+	} else if (rc == -ECONNRESET && !conn->err && READ_ONCE(conn->established)) {
+		/* (in the handshake the ABORT is kept for ntbsmc_conn_established()) */
 		ntbsmc_conn_abort(conn, "reset by the peer");
+	}
 	return rc;
 }
 
@@ -835,6 +896,7 @@ void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how)
 void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 {
 	unsigned long flags;
+	bool post;
 	int idx;
 
 	conn_update(conn);
@@ -846,11 +908,18 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 			   NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED;
 	conn->my_flags &= ~(NTBSMC_F_WANT_DATA | NTBSMC_F_WANT_SPACE);
 	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn)) {
+	/* established or not: a failed handshake's ABORT is for the peer too */
+	post = conn_peer_writable(conn);
+	if (post) {
 		conn_publish_flags(conn);
 		conn_flush(conn);
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
+	/* A failed handshake waits for the peer's acknowledgement that long at most. */
+	if (!conn->established && READ_ONCE(conn->exposed)) {
+		refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
+		mod_timer(&conn->hold_timer, jiffies + msecs_to_jiffies(NTBSMC_HOLD_MS));
+	}
 	/*
 	 * An orphan until conn_maybe_release() gives the slot back; counted
 	 * before closed is seen, so that its decrement never comes first.
@@ -860,7 +929,7 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	WRITE_ONCE(conn->closed, true);
 	spin_unlock_irqrestore(&conn->lock, flags);
 
-	if (conn_link_ok(conn))
+	if (post)
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
 	conn_maybe_release(conn);
 }

@@ -10,7 +10,7 @@ unsigned int ntbsmc_net_id;
 
 static int zero;
 static int one = 1;
-static int max_timeout_ms = 60000;
+static int max_timeout_ms = NTBSMC_HS_TIMEOUT_MAX_MS;
 static int min_timeout_ms = 100;
 static int max_busy_poll_us = 100000;
 static int min_rmb_kb = NTBSMC_RMB_UNIT >> 10;

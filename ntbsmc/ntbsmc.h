@@ -186,8 +186,16 @@ struct ntbsmc_conn {
 	u32 peer_flags;
 
 	int err;		/* ECONNRESET once aborted */
+	bool exposed;		/* the peer was told our slot: it may write into it */
 	bool established;	/* handshake completed */
 	bool closed;		/* our side closed: slot freed when the peer is done */
+	/*
+	 * A handshake that failed with our slot exposed holds it until the peer
+	 * acknowledges or can no longer attach (NTBSMC_HOLD_MS): the timer, which
+	 * holds a reference, ends that wait.
+	 */
+	bool hold_expired;
+	struct timer_list hold_timer;
 	bool rd_shut;		/* shutdown(SHUT_RD): reads end at what arrived */
 	u64 tx_bytes, rx_bytes;
 	u64 cpu_bytes, dma_bytes, zc_bytes;	/* of tx_bytes, by copy path */
@@ -208,11 +216,20 @@ struct ntbsmc_conn {
 	wait_queue_head_t tx_wq;	/* a segment retired */
 };
 
+/* net.ntbsmc.handshake_timeout_ms at most: how long either end's handshake waits */
+#define NTBSMC_HS_TIMEOUT_MAX_MS	60000
+/*
+ * How long a failed handshake holds a slot the peer was told and never
+ * acknowledged: longer than any handshake may take to attach to it.
+ */
+#define NTBSMC_HOLD_MS			(NTBSMC_HS_TIMEOUT_MAX_MS + 5000)
+
 /* Flags that tell the peer it may reuse its buffer: held back while we write into it. */
 #define NTBSMC_F_TERMINAL	(NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED | NTBSMC_F_ABORT)
 
 struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk);
 int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *peer);
+void ntbsmc_conn_expose(struct ntbsmc_conn *conn, bool exposed);
 void ntbsmc_conn_put(struct ntbsmc_conn *conn);
 extern struct srcu_struct ntbsmc_srcu;
 void ntbsmc_conn_sync(void);

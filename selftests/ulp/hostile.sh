@@ -3,6 +3,8 @@
 # After the handshake:
 #   - a hostile window writer (fault point tx_bad_cursor): that connection resets, a
 #     concurrent one finishes intact over NTB
+#   - a handshake that fails with its buffer told to the peer, on either side:
+#     the buffer is held until the peer acknowledges (finding 4 of issue 18)
 #   - the link going down under a connection: reset within a bound; TCP while it
 #     is down; NTB again once it is back
 source "$REPO/selftests/lib.sh"
@@ -60,6 +62,113 @@ else
 	log "hostile (sender side): $(tail -1 $WORK/bad.json)"
 fi
 barrier hostile-done
+
+# no_orphans: no closed connection of this host holds a buffer any more.
+no_orphans() {
+	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" orphans)" = 0 ]
+}
+
+# Finding 4: a server handshake fails after its ACCEPT told the client its
+# buffer (server_confirm_lost), and TCP hears of it 1.5 s later (hs_fail_delay).
+# The client is established meanwhile and resets only then; the buffer it
+# writes into must not be another connection's yet. A second connection made
+# meanwhile, held open, must not be reset (host a resets nothing) and ends
+# intact over NTB. Before the fix, host a gave that buffer to the second
+# connection at once, and the first one's reset landed on it.
+lost=$((port + 1)) other=$((port + 2))
+port=$((port + 2))
+release=$SYNC/lost-release
+aborts0=$(jfield "$(inns "$NTBSMC_CLI" -j stats)" aborts)
+if [ "$ROLE" = a ]; then
+	fault_set server_confirm_lost 1 0 $lost
+	fault_set hs_fail_delay 1 1500 $lost
+	inns "$XFER" server "$MY_IP" $lost --ulp --allow-reset >$WORK/lost.json &
+	l=$!
+	inns "$XFER" server "$MY_IP" $other --ulp --hold $release >$WORK/other.json &
+	o=$!
+	wait_for 90 "servers" pid_listening $l $lost
+	wait_for 90 "servers" pid_listening $o $other
+	barrier lost-listening
+	wait $l
+	log "confirm lost, server: $(tail -1 $WORK/lost.json)"
+	barrier lost-over
+	nap 1
+	aborts=$(jfield "$(inns "$NTBSMC_CLI" -j stats)" aborts)
+	check "host a reset $((aborts - aborts0)) connection(s), want none" [ "$aborts" = "$aborts0" ]
+	touch $release
+	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+	fault_clear server_confirm_lost hs_fail_delay
+else
+	barrier lost-listening
+	inns "$XFER" client "$PEER_IP" $lost --ulp --allow-reset --bytes 8388608 \
+		>$WORK/lost.json &
+	l=$!
+	nap 0.1
+	inns "$XFER" client "$PEER_IP" $other --ulp --bytes 1048576 --both \
+		--hold $release >$WORK/other.json &
+	o=$!
+	wait $l
+	log "confirm lost, client: $(tail -1 $WORK/lost.json)"
+	check "confirm lost: client not reset: $(tail -1 $WORK/lost.json)" \
+		[ "$(jfield "$(tail -1 $WORK/lost.json)" outcome)" = reset ]
+	barrier lost-over
+	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+fi
+out=$(tail -1 $WORK/other.json)
+log "second connection: $out"
+check "second connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
+	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+wait_for 30 "no orphan connection left on $NTB" no_orphans
+barrier lost-done
+
+# Its mirror: the client gives up waiting for ACCEPT (its handshake timeout,
+# 2 s) and resets; the server attaches to the client's buffer 4 s after the
+# PROPOSAL (server_attach_delay), late. A connection made from host b in
+# between, held open, must keep its buffer's control block: before the fix
+# host b had given it the first one's buffer, whose late attach wrote a stale
+# token over it, and that connection's close never reached its client, which
+# kept its buffer for ever. Both hosts end with every buffer free.
+late=$((port + 1)) other=$((port + 2))
+port=$((port + 2))
+release=$SYNC/late-release
+if [ "$ROLE" = a ]; then
+	fault_set server_attach_delay 1 4000 $late
+	inns "$XFER" server "$MY_IP" $late --ulp --allow-reset >$WORK/late.json &
+	l=$!
+	inns "$XFER" server "$MY_IP" $other --ulp --hold $release >$WORK/other.json &
+	o=$!
+	wait_for 90 "servers" pid_listening $l $late
+	wait_for 90 "servers" pid_listening $o $other
+	barrier late-listening
+	wait $l
+	log "late attach, server: $(tail -1 $WORK/late.json)"
+	barrier late-over
+	touch $release
+	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+	fault_clear server_attach_delay
+else
+	barrier late-listening
+	t0=$(now_us)
+	inns "$XFER" client "$PEER_IP" $late --ulp --allow-reset --bytes 100000 \
+		>$WORK/late.json &
+	l=$!
+	# after the client's handshake timeout, before the late attach
+	nap 2.6
+	inns "$XFER" client "$PEER_IP" $other --ulp --bytes 100000 --both \
+		--hold $release >$WORK/other.json &
+	o=$!
+	wait $l
+	log "late attach, client: $(tail -1 $WORK/late.json) ($((($(now_us) - t0) / 1000)) ms)"
+	# the late attach is over once host a's handshake ended
+	barrier late-over
+	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+fi
+out=$(tail -1 $WORK/other.json)
+log "second connection: $out"
+check "second connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
+	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+wait_for 30 "no orphan connection left on $NTB" no_orphans
+barrier late-done
 
 # Link down under a running connection: both ends are reset within a bound; while
 # the link is down new connections stay TCP; then it comes back.
