@@ -172,7 +172,7 @@ void ntbsmc_conn_put(struct ntbsmc_conn *conn)
 static bool conn_link_ok(struct ntbsmc_conn *conn)
 {
 	return !READ_ONCE(conn->err) && READ_ONCE(conn->established) &&
-	       conn_link_alive(conn);
+	       !READ_ONCE(conn->detached) && conn_link_alive(conn);
 }
 
 bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn)
@@ -188,7 +188,7 @@ bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn)
 static bool conn_peer_writable(struct ntbsmc_conn *conn)
 {
 	lockdep_assert_held(&conn->lock);
-	return !conn->err && conn->tx_ctl && conn_link_alive(conn);
+	return !conn->err && conn->tx_ctl && !conn->detached && conn_link_alive(conn);
 }
 
 /* We may still write into the peer's buffer; caller holds conn->lock. */
@@ -220,9 +220,13 @@ static void conn_publish_flags(struct ntbsmc_conn *conn)
 {
 	u32 flags = conn->my_flags;
 
+	if (conn->detached)
+		return;		/* the slot may be another connection's now */
 	if (conn_tx_inflight(conn))
 		flags &= ~NTBSMC_F_TERMINAL;
 	iowrite32(flags, &conn->tx_ctl->flags);
+	if (flags & NTBSMC_F_DETACHED)
+		WRITE_ONCE(conn->detached, true);	/* our last write there */
 }
 
 /*
@@ -254,7 +258,7 @@ static void conn_flush(struct ntbsmc_conn *conn)
 static bool conn_peer_may_write(struct ntbsmc_conn *conn)
 {
 	if (!READ_ONCE(conn->exposed) || !conn_link_alive(conn) ||
-	    (READ_ONCE(conn->peer_flags) & (NTBSMC_F_CLOSED | NTBSMC_F_ABORT)))
+	    (READ_ONCE(conn->peer_flags) & NTBSMC_F_PEER_GONE))
 		return false;
 	return READ_ONCE(conn->established) || !READ_ONCE(conn->hold_expired);
 }
@@ -325,9 +329,26 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 }
 
 /*
+ * The peer closed: it reads nothing more, so we write nothing more into its slot
+ * (our sends fail, as after TCP's RST) and say so, which lets it reuse the slot
+ * now rather than when our socket closes too. Held back while our writes are in
+ * flight (conn_publish_flags()). True if the peer is to be told now.
+ */
+static bool conn_detach(struct ntbsmc_conn *conn)
+{
+	if ((conn->my_flags & NTBSMC_F_DETACHED) || !conn->established || !conn->tx_ctl)
+		return false;
+	conn->my_flags |= NTBSMC_F_DETACHED;
+	conn_publish_flags(conn);
+	return conn->detached;
+}
+
+/*
  * Reads the peer's control block of this connection: the one place where cursors
  * and flags from the peer's side enter. A value out of range, going backwards or
- * beyond the buffer aborts this connection only. Caller holds conn->lock.
+ * beyond the buffer aborts this connection only. Caller holds conn->lock and is
+ * in the SRCU section. Returns 1 when the peer is to be told of our reply
+ * (conn_detach()).
  */
 static int conn_read_peer(struct ntbsmc_conn *conn)
 {
@@ -341,7 +362,7 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 	if (conn->err) {
 		/* We reset it, perhaps over these very cursors: only the peer's
 		 * acknowledgement matters now, which frees the slot. */
-		conn->peer_flags |= flags & (NTBSMC_F_CLOSED | NTBSMC_F_ABORT);
+		conn->peer_flags |= flags & NTBSMC_F_PEER_GONE;
 		return 0;
 	}
 	rmb();	/* the peer wrote its cursors before the flags that follow them */
@@ -358,8 +379,9 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 	conn->peer_prod = prod;
 	conn->peer_cons = cons;
 	/* Terminal flags stick; the want flags follow the peer. */
-	conn->peer_flags = (conn->peer_flags &
-			    (NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED | NTBSMC_F_ABORT)) | flags;
+	conn->peer_flags = (conn->peer_flags & NTBSMC_F_TERMINAL) | flags;
+	if (conn->peer_flags & NTBSMC_F_CLOSED)
+		return conn_detach(conn);
 	return 0;
 }
 
@@ -367,6 +389,7 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 static int conn_update(struct ntbsmc_conn *conn)
 {
 	unsigned long flags;
+	bool tell = false;
 	int rc = 0, idx;
 
 	spin_lock_irqsave(&conn->lock, flags);
@@ -374,12 +397,18 @@ static int conn_update(struct ntbsmc_conn *conn)
 	/* Even after an abort: the peer's acknowledgement frees the slot. */
 	if (READ_ONCE(conn->exposed) && conn_link_alive(conn))
 		rc = conn_read_peer(conn);
+	if (rc > 0) {
+		tell = true;
+		rc = 0;
+	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	if (!rc && conn->err)
 		rc = -conn->err;
 	if (!rc && (conn->peer_flags & NTBSMC_F_ABORT))
 		rc = -ECONNRESET;
 	spin_unlock_irqrestore(&conn->lock, flags);
+	if (tell)
+		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
 	if (rc == -EPROTO) {
 		ntbsmc_conn_abort(conn, "invalid cursor or flags from the peer");
 		rc = -ECONNRESET;	/* what the application sees, as from TCP */
@@ -765,7 +794,7 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			break;
 		avail = conn_avail(conn) - (peek ? copied : 0);
 		if (avail) {
-			bool live;
+			unsigned long lflags;
 
 			conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
 			n = min_t(size_t, min_t(size_t, avail, len - copied), NTBSMC_CHUNK);
@@ -780,13 +809,15 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 				err = -ECONNRESET;
 				break;
 			}
-			live = conn_link_ok(conn);
 			rmb();	/* the cursor was written after the payload */
 			n = conn_copy_in(conn, msg, conn->rx_cons + (peek ? copied : 0), n);
 			if (!peek) {
+				/* under the lock: never after our DETACHED */
+				spin_lock_irqsave(&conn->lock, lflags);
 				conn->rx_cons += n;
-				if (live)
+				if (conn_link_ok(conn))
 					writeq(conn->rx_cons, &conn->tx_ctl->cons);
+				spin_unlock_irqrestore(&conn->lock, lflags);
 			}
 			srcu_read_unlock(&ntbsmc_srcu, idx);
 			copied += n;

@@ -189,6 +189,7 @@ struct ntbsmc_conn {
 	bool exposed;		/* the peer was told our slot: it may write into it */
 	bool established;	/* handshake completed */
 	bool closed;		/* our side closed: slot freed when the peer is done */
+	bool detached;		/* we published DETACHED: we write nothing more to the peer */
 	/*
 	 * A handshake that failed with our slot exposed holds it until the peer
 	 * acknowledges or can no longer attach (NTBSMC_HOLD_MS): the timer, which
@@ -225,7 +226,10 @@ struct ntbsmc_conn {
 #define NTBSMC_HOLD_MS			(NTBSMC_HS_TIMEOUT_MAX_MS + 5000)
 
 /* Flags that tell the peer it may reuse its buffer: held back while we write into it. */
-#define NTBSMC_F_TERMINAL	(NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED | NTBSMC_F_ABORT)
+#define NTBSMC_F_TERMINAL	(NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED | NTBSMC_F_ABORT | \
+				 NTBSMC_F_DETACHED)
+/* Flags after which the peer writes nothing more into our buffer */
+#define NTBSMC_F_PEER_GONE	(NTBSMC_F_CLOSED | NTBSMC_F_ABORT | NTBSMC_F_DETACHED)
 
 struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk);
 int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *peer);

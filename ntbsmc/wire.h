@@ -49,7 +49,12 @@ struct ntbsmc_win_hdr {
 #define NTBSMC_F_WRITE_DONE	0x04	/* no more data from me (FIN) */
 #define NTBSMC_F_CLOSED		0x08	/* I closed: I read nothing more */
 #define NTBSMC_F_ABORT		0x10	/* connection reset */
-#define NTBSMC_F_VALID		0x1f
+/*
+ * Your CLOSED reached me: I write nothing more into your slot, not even a
+ * cursor, so you may reuse it while my socket stays open (version 3).
+ */
+#define NTBSMC_F_DETACHED	0x20
+#define NTBSMC_F_VALID		0x3f
 
 /*
  * Control block of one connection in the window of the side that receives through
@@ -149,10 +154,11 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
  * The header's version is that of the framing, which every version keeps, so
  * that two ends of different versions read each other's HELLO_ACK and DECLINE.
  * The protocol version is negotiated in HELLO_ACK (the server's range) and stated
- * in PROPOSAL. Version 2: RMBs of any size, placed by slot.
+ * in PROPOSAL. Version 2: RMBs of any size, placed by slot. Version 3: the
+ * DETACHED flag.
  */
 #define NTBSMC_CLC_FRAME_VERSION	1
-#define NTBSMC_CLC_VERSION	2
+#define NTBSMC_CLC_VERSION	3
 
 enum ntbsmc_clc_type {
 	NTBSMC_CLC_HELLO_ACK = 1,

@@ -112,11 +112,48 @@ if have_faults; then
 	[ "$ROLE" = b ] && fault_clear client_answer_delay
 fi
 
-barrier close-done
-wait_for 10 "every pinned page released" pins_balanced
-# every connection closed at both ends: none is left an orphan holding a buffer
+# no_orphans: no closed connection of this host holds a buffer any more.
 no_orphans() {
 	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" orphans)" = 0 ]
 }
+
+# An orphan lasts until the peer's kernel saw the close, not until the peer's
+# application closes too (TCP bounds its orphans too: tcp_fin_timeout). The
+# client writes 1 MiB and closes at once; the server reads it to EOF and holds
+# its socket open. The client's buffer is free within 5 s all the same: the
+# server's kernel answers the close with DETACHED and writes nothing more into
+# it. Before, it stayed held until the server's close.
+port=$((port + 1))
+release=$SYNC/orphan-release
+dma_paths 65536 262144
+if [ "$ROLE" = a ]; then
+	inns "$CLOSER" server "$MY_IP" $port --rounds 1 --bytes 1048576 --hold "$release" \
+		>"$WORK/orphan.json" 2>&1 &
+	srv=$!
+	wait_for 90 "server on $port" pid_listening $srv $port
+	barrier orphan-listening
+	barrier orphan-freed
+	touch "$release"
+	wait $srv
+	rc=$?
+else
+	barrier orphan-listening
+	inns "$CLOSER" client "$PEER_IP" $port --rounds 1 --bytes 1048576 --how close \
+		>"$WORK/orphan.json" 2>&1
+	rc=$?
+	t0=$(now_us)
+	wait_for 5 "the closed client's buffer free, its server still open" no_orphans
+	log "orphan_bound: buffer free $((($(now_us) - t0) / 1000)) ms after the client's close"
+	barrier orphan-freed
+fi
+out=$(tail -1 "$WORK/orphan.json")
+log "orphan_bound: $out"
+check "orphan_bound: closer $ROLE exited $rc: $(cat "$WORK/orphan.json")" [ $rc = 0 ]
+check "orphan_bound: $(jfield "$out" ntb) of 1 round over NTB, $(jfield "$out" lost) lost" \
+	[ "$(jfield "$out" ntb)/$(jfield "$out" lost)" = 1/0 ]
+
+barrier close-done
+wait_for 10 "every pinned page released" pins_balanced
+# every connection closed at both ends: none is left an orphan holding a buffer
 wait_for 30 "no orphan connection left on $NTB" no_orphans
 checked

@@ -2,7 +2,7 @@
 /* closer: write, then close at once; the peer must read every byte, then EOF. */
 
 /*
- *   closer server ADDR PORT --rounds N --bytes B [--slow] [--seed S]
+ *   closer server ADDR PORT --rounds N --bytes B [--slow] [--seed S] [--hold FILE]
  *   closer client ADDR PORT --rounds N --bytes B [--how HOW] [--nonblock] [--seed S]
  *   closer flood ADDR PORT --rounds N [--secs S]
  *
@@ -26,7 +26,9 @@
  * (with --slow in 4 KiB reads, 1 ms apart), checking every byte: round R's byte K
  * is a function of R and K, so a lost, repeated or shifted block is found. A
  * round is lost when the bytes before EOF are not exactly the B sent, or the
- * read failed. Each side prints one JSON line:
+ * read failed. With --hold the server keeps each connection open after its EOF
+ * until FILE exists (at most 120 s): a peer whose application has not closed
+ * yet. Each side prints one JSON line:
  *
  *   {"rounds": 50, "lost": 0, "ntb": 50, "ntb_bytes": 6553600, "first": "..."}
  *
@@ -85,6 +87,7 @@ static struct {
 	bool slow, nonblock;
 	unsigned long secs;
 	unsigned long long seed;	/* 0: every round as the options say */
+	const char *hold;
 } opt = { .rounds = 1, .bytes = 131072, .how = "close", .secs = 10 };
 
 /* What one round does; the options' round, or a random one (--seed). */
@@ -250,6 +253,8 @@ static void read_round(int fd, unsigned long round, const struct plan *p,
 	}
 out:
 	count_ntb(fd, true);
+	for (int i = 0; opt.hold && i < IO_TIMEOUT_S * 100 && access(opt.hold, F_OK); i++)
+		usleep(10000);
 	close(fd);
 }
 
@@ -510,7 +515,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: closer server|client|flood ADDR PORT [--rounds N] [--bytes B] "
 			"[--slow] [--how close|shutdown|exit|linger|handshake] [--nonblock] [--secs S] "
-			"[--seed S]\n");
+			"[--seed S] [--hold FILE]\n");
 	exit(2);
 }
 
@@ -541,6 +546,8 @@ int main(int argc, char **argv)
 			opt.secs = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			opt.seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--hold") && i + 1 < argc && server)
+			opt.hold = argv[++i];
 		else
 			usage();
 	}
