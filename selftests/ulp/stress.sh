@@ -56,15 +56,17 @@ idle() {
 		pins_balanced
 }
 
-# tcp_up PORT: this host has an established TCP connection with local or remote
-# PORT (read from /proc: starting ss costs a second of the debug guest).
+# tcp_up PID PORT: process PID's namespace has an established TCP connection
+# with local or remote PORT (read from /proc, as storm.sh does: starting ss
+# costs a second of the debug guest).
 tcp_up() {
 	local hex f _sl local rem st _rest
-	printf -v hex ':%04X' "$1"
-	for f in /proc/net/tcp /proc/net/tcp6; do
+	printf -v hex ':%04X' "$2"
+	for f in "/proc/$1/net/tcp" "/proc/$1/net/tcp6"; do
+		[ -r "$f" ] || continue
 		while read -r _sl local rem st _rest; do
 			[ "$st" = 01 ] && [[ $local == *"$hex" || $rem == *"$hex" ]] && return 0
-		done < <(inns cat "$f" 2>/dev/null)
+		done <"$f"
 	done
 	return 1
 }
@@ -185,7 +187,7 @@ for i in $(seq $pairs); do
 	read -r who when <<<"${victims[$((i - 1))]}"
 	[ "$who" = "$me" ] || continue
 	(
-		wait_for 60 "pair $i connected" tcp_up $((port + i))
+		wait_for 60 "pair $i connected" tcp_up "${pids[$((i - 1))]}" $((port + i))
 		nap "$when"
 		kill -9 "${pids[$((i - 1))]}" 2>/dev/null
 	) &
