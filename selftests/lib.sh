@@ -100,19 +100,32 @@ nap() {
 
 now_us() { echo $((${EPOCHREALTIME/./})); }
 
-# pid_listening PID PORT: something listens on TCP PORT in the network namespace of
-# process PID; read from /proc without starting a process.
-pid_listening() {
-	local hex f _sl local _rem st _rest
+# pid_tcp PID PORT STATE...: a TCP socket in one of the STATEs (/proc's hex
+# codes: 0A listening, 01 established) with local PORT, or remote PORT if it is
+# connected, in the network namespace of process PID; read from /proc without
+# starting a process.
+pid_tcp() {
+	local pid=$1 hex f _sl local rem st _rest
 	printf -v hex ':%04X' "$2"
-	for f in "/proc/$1/net/tcp" "/proc/$1/net/tcp6"; do
+	shift 2
+	for f in "/proc/$pid/net/tcp" "/proc/$pid/net/tcp6"; do
 		[ -r "$f" ] || continue
-		while read -r _sl local _rem st _rest; do
-			[ "$st" = 0A ] && [[ $local == *"$hex" ]] && return 0
+		while read -r _sl local rem st _rest; do
+			[[ " $* " == *" $st "* ]] || continue
+			[[ $local == *"$hex" ]] && return 0
+			[ "$st" != 0A ] && [[ $rem == *"$hex" ]] && return 0
 		done <"$f"
 	done
 	return 1
 }
+
+# pid_listening PID PORT: something listens on TCP PORT in the network namespace
+# of process PID.
+pid_listening() { pid_tcp "$1" "$2" 0A; }
+
+# pid_connected PID PORT: an established TCP connection there with local or
+# remote PORT.
+pid_connected() { pid_tcp "$1" "$2" 01; }
 
 # carrier_up IFACE: the interface in this host's namespace has a carrier.
 carrier_up() {

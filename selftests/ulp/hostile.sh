@@ -70,6 +70,28 @@ no_orphans() {
 	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" orphans)" = 0 ]
 }
 
+# serve_pair NAME PORT OTHER RELEASE: host a's servers for a connection on PORT
+# that fails (a reset allowed) and for a second one on OTHER, held open until
+# RELEASE exists; l and o are their pids.
+serve_pair() {
+	inns "$XFER" server "$MY_IP" "$2" --ulp --allow-reset >"$WORK/$1.json" &
+	l=$!
+	inns "$XFER" server "$MY_IP" "$3" --ulp --hold "$4" >"$WORK/other.json" &
+	o=$!
+	wait_for 90 "servers" pid_listening $l "$2"
+	wait_for 90 "servers" pid_listening $o "$3"
+}
+
+# second_done: the second connection ended intact over NTB, and no orphan is
+# left on this host.
+second_done() {
+	out=$(tail -1 "$WORK/other.json")
+	log "second connection: $out"
+	check "second connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
+		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	wait_for 30 "no orphan connection left on $NTB" no_orphans
+}
+
 # Finding 4: a server handshake fails after its ACCEPT told the client its
 # buffer (server_confirm_lost), and TCP hears of it 1.5 s later (hs_fail_delay).
 # The client is established meanwhile and resets only then; the buffer it
@@ -84,12 +106,7 @@ aborts0=$(jfield "$(inns "$NTBSMC_CLI" -j stats)" aborts)
 if [ "$ROLE" = a ]; then
 	fault_set server_confirm_lost 1 0 $lost
 	fault_set hs_fail_delay 1 1500 $lost
-	inns "$XFER" server "$MY_IP" $lost --ulp --allow-reset >$WORK/lost.json &
-	l=$!
-	inns "$XFER" server "$MY_IP" $other --ulp --hold $release >$WORK/other.json &
-	o=$!
-	wait_for 90 "servers" pid_listening $l $lost
-	wait_for 90 "servers" pid_listening $o $other
+	serve_pair lost $lost $other "$release"
 	barrier lost-listening
 	wait $l
 	log "confirm lost, server: $(tail -1 $WORK/lost.json)"
@@ -116,11 +133,7 @@ else
 	barrier lost-over
 	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
 fi
-out=$(tail -1 $WORK/other.json)
-log "second connection: $out"
-check "second connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
-wait_for 30 "no orphan connection left on $NTB" no_orphans
+second_done
 barrier lost-done
 
 # Its mirror: the client gives up waiting for ACCEPT (its handshake timeout,
@@ -135,12 +148,7 @@ port=$((port + 2))
 release=$SYNC/late-release
 if [ "$ROLE" = a ]; then
 	fault_set server_attach_delay 1 4000 $late
-	inns "$XFER" server "$MY_IP" $late --ulp --allow-reset >$WORK/late.json &
-	l=$!
-	inns "$XFER" server "$MY_IP" $other --ulp --hold $release >$WORK/other.json &
-	o=$!
-	wait_for 90 "servers" pid_listening $l $late
-	wait_for 90 "servers" pid_listening $o $other
+	serve_pair late $late $other "$release"
 	barrier late-listening
 	wait $l
 	log "late attach, server: $(tail -1 $WORK/late.json)"
@@ -165,11 +173,7 @@ else
 	barrier late-over
 	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
 fi
-out=$(tail -1 $WORK/other.json)
-log "second connection: $out"
-check "second connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
-wait_for 30 "no orphan connection left on $NTB" no_orphans
+second_done
 barrier late-done
 
 # Link down under a running connection: both ends are reset within a bound; while
@@ -195,8 +199,7 @@ else
 		>$WORK/down.json &
 	cli=$!
 	wait_for 90 "the connection over NTB" ntb_conn_to $port
-	echo "ntbsmc-test: unbind" >/dev/kmsg
-	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
+	port_unbind
 	t0=$(now_us)
 	barrier unbound
 	wait $cli
@@ -209,11 +212,7 @@ fi
 xfer_one while_down "--ulp" "--ulp --bytes 100000 --both"
 check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
 	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = tcp/true ]
-if [ "$ROLE" = b ]; then
-	echo "ntbsmc-test: setup" >/dev/kmsg
-	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
-	[ "$TOPO" = onevm ] && run "$NTBSMC_CLI" dev set "$NTB" netns b
-fi
+[ "$ROLE" = b ] && port_bind
 barrier rebound
 ulp_wait_active
 xfer_one after_down "--ulp" "--ulp --bytes 100000"
@@ -242,9 +241,8 @@ for dir in send recv; do
 		u=$!
 		wait_for 60 "the $dir waiting for its page" grep -q faulting "$WORK/uffd-$dir.json"
 		(nap 30; touch "$release") &
-		echo "ntbsmc-test: unbind" >/dev/kmsg
 		t0=$(now_us)
-		run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
+		port_unbind
 		ms=$((($(now_us) - t0) / 1000))
 		touch "$release"
 		check "uffd $dir: the unbind took $ms ms while the $dir waited for its page, bound 10000" \
@@ -252,9 +250,7 @@ for dir in send recv; do
 		wait $u || check "uffd $dir failed: $(cat "$WORK/uffd-$dir.json")" false
 		log "uffd $dir: $(tail -1 "$WORK/uffd-$dir.json") (unbind $ms ms)"
 		barrier "uffd-$dir-unbound"
-		echo "ntbsmc-test: setup" >/dev/kmsg
-		run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
-		[ "$TOPO" = onevm ] && run "$NTBSMC_CLI" dev set "$NTB" netns b
+		port_bind
 	fi
 	barrier "uffd-$dir-rebound"
 	wait_for 60 "ntbsmc link active on $NTB" dev_active

@@ -32,6 +32,21 @@ dev_of_host() {
 	return 1
 }
 
+# port_unbind, port_bind: this host's NTB port goes away (its driver unbound),
+# and comes back (with both hosts in one kernel, to this host's namespace).
+port_unbind() {
+	echo "ntbsmc-test: unbind" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
+}
+
+port_bind() {
+	echo "ntbsmc-test: setup" >/dev/kmsg
+	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
+	if [ "$TOPO" = onevm ]; then
+		run "$NTBSMC_CLI" dev set "$NTB" netns "$ROLE"
+	fi
+}
+
 # jfield JSON KEY: one field of a flat JSON line (xfer's, ntbsmc -j's), a string
 # without its quotes, or "missing". Read in bash: under emulation a Python start
 # costs seconds.
@@ -115,9 +130,10 @@ need_faults() {
 # point, only on connections with local or remote port PORT if one is given.
 fault_set() {
 	local d=$FAULTS/$1
-	echo "${4:-0}" >"$d/port" && echo "${3:-0}" >"$d/delay_ms" &&
-		echo "${2:--1}" >"$d/times" && echo 100 >"$d/probability" ||
+	if ! { echo "${4:-0}" >"$d/port" && echo "${3:-0}" >"$d/delay_ms" &&
+	       echo "${2:--1}" >"$d/times" && echo 100 >"$d/probability"; }; then
 		fail "cannot arm fault point $1"
+	fi
 }
 
 # fault_clear [POINT...]: disarms the points (all of them without arguments);
@@ -125,7 +141,12 @@ fault_set() {
 fault_clear() {
 	local p
 	[ -d $FAULTS ] || return 0
-	[ $# -gt 0 ] || set -- $(ls $FAULTS)
+	if [ $# = 0 ]; then
+		for p in "$FAULTS"/*/; do
+			p=${p%/}
+			set -- "$@" "${p##*/}"
+		done
+	fi
 	for p in "$@"; do
 		echo 0 >"$FAULTS/$p/probability"
 		echo 0 >"$FAULTS/$p/port"

@@ -56,21 +56,6 @@ idle() {
 		pins_balanced
 }
 
-# tcp_up PID PORT: process PID's namespace has an established TCP connection
-# with local or remote PORT (read from /proc, as storm.sh does: starting ss
-# costs a second of the debug guest).
-tcp_up() {
-	local hex f _sl local rem st _rest
-	printf -v hex ':%04X' "$2"
-	for f in "/proc/$1/net/tcp" "/proc/$1/net/tcp6"; do
-		[ -r "$f" ] || continue
-		while read -r _sl local rem st _rest; do
-			[ "$st" = 01 ] && [[ $local == *"$hex" || $rem == *"$hex" ]] && return 0
-		done <"$f"
-	done
-	return 1
-}
-
 # phase_end NAME: both hosts idle again, within a bound.
 phase_end() {
 	wait_for 60 "$1: no buffer, orphan, connection or pin left" idle
@@ -187,7 +172,7 @@ for i in $(seq $pairs); do
 	read -r who when <<<"${victims[$((i - 1))]}"
 	[ "$who" = "$me" ] || continue
 	(
-		wait_for 60 "pair $i connected" tcp_up "${pids[$((i - 1))]}" $((port + i))
+		wait_for 60 "pair $i connected" pid_connected "${pids[$((i - 1))]}" $((port + i))
 		nap "$when"
 		kill -9 "${pids[$((i - 1))]}" 2>/dev/null
 	) &
@@ -222,8 +207,7 @@ if [ "$ROLE" = b ]; then
 		nap 0.2
 	done
 	nap "$when"
-	echo "ntbsmc-test: unbind" >/dev/kmsg
-	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/unbind"
+	port_unbind
 fi
 ok=0
 for i in $(seq $pairs); do
@@ -243,11 +227,7 @@ done
 log "unbind: $ok of $pairs transfers completed, the others were reset"
 port=$((port + pairs))
 barrier unbind-done
-if [ "$ROLE" = b ]; then
-	echo "ntbsmc-test: setup" >/dev/kmsg
-	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
-	[ "$TOPO" = onevm ] && run "$NTBSMC_CLI" dev set "$NTB" netns b
-fi
+[ "$ROLE" = b ] && port_bind
 barrier rebound
 ulp_wait_active
 phase_end unbind
