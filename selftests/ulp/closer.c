@@ -46,10 +46,11 @@
  * client reading. --bytes, --how, --nonblock and --slow are then ignored.
  *
  * flood keeps N connections with the ULP open (non-blocking), each closed 1.5 s
- * after its connect and replaced at once, for S seconds (10): with a kernel that
- * stalls their handshakes (ntbsmc's fault point client_silent), the load of a host that
- * keeps opening connections that offer ntbsmc and never speak. It prints how
- * many it opened, and how many of those it closed had TCP established.
+ * after its connect and replaced at once, for S seconds (10) or until SIGTERM:
+ * with a kernel that stalls their handshakes (ntbsmc's fault point client_silent),
+ * the load of a host that keeps opening connections that offer ntbsmc and never
+ * speak. It prints how many it opened, and how many of those it closed had TCP
+ * established.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -462,6 +463,13 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static volatile sig_atomic_t flood_stop;
+
+static void on_term(int sig __attribute__((unused)))
+{
+	flood_stop = 1;
+}
+
 /*
  * N connections, each closed 1.5 s after its connect and replaced at once: a
  * rolling flood, N / 1.5 new connections a second, so that the server's
@@ -480,13 +488,14 @@ static void run_flood(void)
 
 	if (!fds || !born)
 		die("calloc");
+	signal(SIGTERM, on_term);
 	/* staggered over the first 1.5 s */
 	for (i = 0; i < opt.rounds; i++) {
 		fds[i] = connect_nonblock(ai);
 		born[i] = now_s() - 1.5 * i / opt.rounds;
 		opened++;
 	}
-	while (now_s() < end) {
+	while (now_s() < end && !flood_stop) {
 		for (i = 0; i < opt.rounds; i++) {
 			if (now_s() - born[i] < 1.5)
 				continue;

@@ -57,7 +57,8 @@ if [ "$ROLE" = a ]; then
 else
 	barrier flood-listening
 	fault_set client_silent -1 0 $flood
-	inns "$CLOSER" flood "$PEER_IP" $flood --rounds $n --secs 15 >"$WORK/flood.json" &
+	# until it is stopped: under emulation the honest rounds take seconds each
+	inns "$CLOSER" flood "$PEER_IP" $flood --rounds $n --secs 300 >"$WORK/flood.json" &
 	fl=$!
 	# let the flood's handshakes fill the server
 	wait_for 60 "the flood's connections" \
@@ -78,7 +79,9 @@ else
 			ntb/none/true tcp/peer_no_offer/true
 		[ "$(jfield "$out" mode)" = tcp ] && fell=$((fell + 1))
 	done
+	check "the flood ended before the honest connections did" kill -0 $fl
 	check "none of $rounds honest connections met the full bound" [ $fell -gt 0 ]
+	kill -TERM $fl
 	wait $fl
 	log "flood: $(cat "$WORK/flood.json")"
 	fault_clear client_silent
