@@ -118,12 +118,14 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 	conn->peer_rmb_off = ntbsmc_rmb_off(slot);
 	conn->peer_rmb = dev->peer_win + conn->peer_rmb_off;
 	conn->tx_ctl = dev->peer_win + ntbsmc_ctl_off(slot);
-	/* Fresh control block for the peer: cursors first, the token that makes
-	 * them current last. */
+	/*
+	 * Fresh control block for the peer: cursors first, the token that makes
+	 * them current last.
+	 */
 	writeq(0, &conn->tx_ctl->prod);
 	writeq(0, &conn->tx_ctl->cons);
 	iowrite32(0, &conn->tx_ctl->flags);
-	wmb();
+	wmb();	/* the peer reads the token, then the cursors (conn_read_peer()) */
 	iowrite32(conn->peer_token, &conn->tx_ctl->token);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
@@ -167,7 +169,6 @@ void ntbsmc_conn_put(struct ntbsmc_conn *conn)
 	if (refcount_dec_and_test(&conn->ref))
 		call_rcu(&conn->rcu, conn_free);
 }
-
 
 static bool conn_link_ok(struct ntbsmc_conn *conn)
 {
@@ -237,16 +238,16 @@ static void conn_publish_flags(struct ntbsmc_conn *conn)
 void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod)
 {
 	lockdep_assert_held(&conn->lock);
-	wmb();
+	wmb();	/* the payload before the cursor over it */
 	conn->tx_pub = prod;
 	writeq(prod, &conn->tx_ctl->prod);
-	wmb();
+	wmb();	/* the cursor before what follows (the doorbell, our flags) */
 }
 
 /* Makes what we wrote visible to the peer before we look at what it wants. */
 static void conn_flush(struct ntbsmc_conn *conn)
 {
-	mb();
+	mb();	/* our stores before the read below, which the window completes */
 	ioread32(&conn->tx_ctl->token);
 }
 
@@ -360,8 +361,10 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 		return 0;	/* the peer has not written this connection's block yet */
 	flags = le32_to_cpu(READ_ONCE(c->flags));
 	if (conn->err) {
-		/* We reset it, perhaps over these very cursors: only the peer's
-		 * acknowledgement matters now, which frees the slot. */
+		/*
+		 * We reset it, perhaps over these very cursors: only the peer's
+		 * acknowledgement matters now, which frees the slot.
+		 */
 		conn->peer_flags |= flags & NTBSMC_F_PEER_GONE;
 		return 0;
 	}
@@ -447,8 +450,10 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
 	return READ_ONCE(conn->peer_prod) - conn->rx_cons;
 }
 
-/* Sets or clears one of our "want" flags; with a flush, so that the peer sees it
- * before we look at its cursors again. */
+/*
+ * Sets or clears one of our "want" flags; with a flush, so that the peer sees it
+ * before we look at its cursors again.
+ */
 static void conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 {
 	unsigned long flags;
@@ -956,7 +961,7 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	 * before closed is seen, so that its decrement never comes first.
 	 */
 	atomic_inc(&conn->dev->orphans);
-	smp_mb__after_atomic();
+	smp_mb__after_atomic();	/* the count before closed (comment above) */
 	WRITE_ONCE(conn->closed, true);
 	spin_unlock_irqrestore(&conn->lock, flags);
 
