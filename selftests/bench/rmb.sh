@@ -33,9 +33,9 @@ for kb in 256 1024 2048; do
 	barrier "rmb-$kb"
 	if [ "$ROLE" = a ]; then
 		for w in 65536 1048576; do
-			s0=$(inns "$NTBSMC_CLI" -j stats)
+			s0=$(cli -j stats)
 			out=$(inns "$NB" client --ulp "$SRV" "$port" stream $w "$SECS")
-			s1=$(inns "$NTBSMC_CLI" -j stats)
+			s1=$(cli -j stats)
 			# Sizes are per connection: the receiver's, which the sender reports.
 			[ "$(echo "$out" | awk '{print $NF}')" = "ntb:${kb}K" ] ||
 				fail "not over NTB into a $kb KiB buffer: $out"

@@ -35,7 +35,7 @@ inns sysctl -q -w net.ntbsmc.lgr_idle_ms=1000 || fail "cannot set lgr_idle_ms"
 
 # conn_field PORT KEY: KEY of this host's NTB connection to PORT.
 conn_field() {
-	jfield "$(inns "$NTBSMC_CLI" -j conn show mode ntb dport "$1")" "$2"
+	jfield "$(cli -j conn show mode ntb dport "$1")" "$2"
 }
 # conn_moved PORT KEY: that connection moved some bytes by KIND.
 conn_moved() {

@@ -23,12 +23,12 @@ dma_paths() {
 
 # The DMA channel this host's NTB port writes with, or "null".
 dma_chan() {
-	jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" dma_chan
+	jfield "$(cli -j dev show "$NTB")" dma_chan
 }
 
 # ntb_stat KEY: one of this host's ntbsmc counters.
 ntb_stat() {
-	jfield "$(inns "$NTBSMC_CLI" -j stats)" "$1"
+	jfield "$(cli -j stats)" "$1"
 }
 
 # pins_balanced: every page pinned with FOLL_PIN (zero-copy) was unpinned.

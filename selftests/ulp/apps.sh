@@ -32,7 +32,7 @@ MODE=ntb
 # ntb_bytes tx|rx: the namespace's bytes sent/received over NTB so far.
 ntb_bytes() {
 	[ "$MODE" = tcp ] && echo 0 && return
-	jfield "$(inns "$NTBSMC_CLI" -j stats)" "$1_bytes"
+	jfield "$(cli -j stats)" "$1_bytes"
 }
 
 # moved NAME DIR BEFORE [MIN]: this host's NTB counter DIR grew by MIN (default

@@ -50,7 +50,7 @@ for cmd in "stats reset" "dev set $NTB disable"; do
 		[ $rc = 4 -a -n "$msg" ]
 done
 check "dev set as nobody changed the device" \
-	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" enabled)" = true ]
+	[ "$(jfield "$(cli -j dev show "$NTB")" enabled)" = true ]
 # The connection dump shows a live connection on each host, in that host's
 # namespace only: its ports, NTB mode, link group and the bytes it moved; with -a
 # also host a's listener.
@@ -67,7 +67,7 @@ fi
 held_pid=$!
 wait_for 90 "the held connection" test -s "$WORK/hold.json"
 barrier hold-up
-dump=$(inns "$NTBSMC_CLI" -j conn show -a)
+dump=$(cli -j conn show -a)
 log "conn show -a: $dump"
 python3 - "$(tail -1 "$WORK/hold.json")" "$dump" "$ROLE" $port <<'PY' ||
 import json, sys

@@ -18,7 +18,7 @@ ulp_wait_active
 B=$REPO/selftests/ulp/buffers.py
 port=6900
 want=$(($(inns sysctl -n net.ntbsmc.rmb_kb) * 1024))
-dev=$(inns "$NTBSMC_CLI" -j dev show "$NTB")
+dev=$(cli -j dev show "$NTB")
 space=$(jfield "$dev" buffer_space)
 log "dev show: $dev"
 check "$NTB: $(jfield "$dev" buffers) buffers in use before the test, want 0" \
@@ -27,7 +27,7 @@ check "$NTB: $(jfield "$dev" buffers) buffers in use before the test, want 0" \
 # held_ok JSON: the device's count and free space match the connections in JSON.
 held_ok() {
 	local d
-	d=$(inns "$NTBSMC_CLI" -j dev show "$NTB")
+	d=$(cli -j dev show "$NTB")
 	log "dev show while held: $d"
 	python3 - "$1" "$(jfield "$d" buffers)" "$(jfield "$d" buffer_free)" "$space" <<'PY'
 import json, sys
@@ -41,7 +41,7 @@ PY
 
 released() {
 	local d
-	d=$(inns "$NTBSMC_CLI" -j dev show "$NTB")
+	d=$(cli -j dev show "$NTB")
 	[ "$(jfield "$d" buffers)" = 0 -a "$(jfield "$d" buffer_free)" = "$space" ]
 }
 

@@ -114,7 +114,7 @@ fi
 
 # no_orphans: no closed connection of this host holds a buffer any more.
 no_orphans() {
-	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" orphans)" = 0 ]
+	[ "$(jfield "$(cli -j dev show "$NTB")" orphans)" = 0 ]
 }
 
 # An orphan lasts until the peer's kernel saw the close, not until the peer's

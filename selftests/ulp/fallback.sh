@@ -73,7 +73,7 @@ for f in clc_truncated clc_garbage clc_oversized server_hello_delay; do
 	barrier "fault$f-clear"
 done
 [ "$ROLE" = a ] && check "malformed handshakes: no handshake error counted" \
-	[ "$(jfield "$(inns "$NTBSMC_CLI" -j stats)" handshake_errors)" -gt 0 ]
+	[ "$(jfield "$(cli -j stats)" handshake_errors)" -gt 0 ]
 
 # Host a's server offers only the protocol version after ours: the client
 # declines with reason version, the server falls back as declined by it.

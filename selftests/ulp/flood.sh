@@ -50,7 +50,7 @@ if [ "$ROLE" = a ]; then
 	inns sysctl -q -w net.ntbsmc.max_handshakes="$old_max"
 	barrier flood-drained
 	wait $hsrv || check "honest server failed: $(cat "$WORK/honest.json")" false
-	log "stats: $(inns "$NTBSMC_CLI" -j stats)"
+	log "stats: $(cli -j stats)"
 	cong=$(fb_server congested)
 	check "server fallbacks counted as congested: $cong, want some" \
 		[ "$cong" != missing -a "$cong" != 0 ]

@@ -67,7 +67,7 @@ barrier hostile-done
 
 # no_orphans: no closed connection of this host holds a buffer any more.
 no_orphans() {
-	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" orphans)" = 0 ]
+	[ "$(jfield "$(cli -j dev show "$NTB")" orphans)" = 0 ]
 }
 
 # serve_pair NAME PORT OTHER RELEASE: host a's servers for a connection on PORT
@@ -102,7 +102,7 @@ second_done() {
 lost=$((port + 1)) other=$((port + 2))
 port=$((port + 2))
 release=$SYNC/lost-release
-aborts0=$(jfield "$(inns "$NTBSMC_CLI" -j stats)" aborts)
+aborts0=$(jfield "$(cli -j stats)" aborts)
 if [ "$ROLE" = a ]; then
 	fault_set server_confirm_lost 1 0 $lost
 	fault_set hs_fail_delay 1 1500 $lost
@@ -112,7 +112,7 @@ if [ "$ROLE" = a ]; then
 	log "confirm lost, server: $(tail -1 $WORK/lost.json)"
 	barrier lost-over
 	nap 1
-	aborts=$(jfield "$(inns "$NTBSMC_CLI" -j stats)" aborts)
+	aborts=$(jfield "$(cli -j stats)" aborts)
 	check "host a reset $((aborts - aborts0)) connection(s), want none" [ "$aborts" = "$aborts0" ]
 	touch $release
 	wait $o || check "second connection failed: $(cat $WORK/other.json)" false

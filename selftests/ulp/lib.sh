@@ -4,6 +4,13 @@
 XFER=$REPO/selftests/ulp/xfer
 NTBSMC_CLI=$REPO/netlink-tool/ntbsmc
 
+# cli ARGS...: the ntbsmc tool in this host's network namespace, which it enters
+# itself (-n): one process started, where "inns" starts two, and a process
+# start costs a large part of a second in the debug kernel under emulation.
+cli() {
+	"$NTBSMC_CLI" ${NS:+-n "$NS"} "$@"
+}
+
 # Loads ntbsmc (it binds every NTB port) and, with both hosts in one kernel, gives
 # each host's namespace its own port.
 ulp_setup() {
@@ -60,19 +67,19 @@ jfield() {
 }
 
 dev_active() {
-	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" state)" = active ]
+	[ "$(jfield "$(cli -j dev show "$NTB")" state)" = active ]
 }
 
 # ntb_conn_to PORT: this host has a connection to PORT running over NTB.
 ntb_conn_to() {
-	[[ $(inns "$NTBSMC_CLI" -j conn show mode ntb dport "$1") == *local_port* ]]
+	[[ $(cli -j conn show mode ntb dport "$1") == *local_port* ]]
 }
 
 # fb_server REASON: this namespace's server connections that fell back to TCP
 # for REASON (ntbsmc stats), or "missing".
 fb_server() {
 	local re="\"fallback_server\": *\\{[^}]*\"$1\": *([0-9]+)"
-	[[ $(inns "$NTBSMC_CLI" -j stats) =~ $re ]] && echo "${BASH_REMATCH[1]}" || echo missing
+	[[ $(cli -j stats) =~ $re ]] && echo "${BASH_REMATCH[1]}" || echo missing
 }
 
 # Waits until this host's NTB port is usable by ntbsmc.

@@ -47,7 +47,7 @@ children() {
 
 # buffers_free: no receive buffer of this host's NTB port is held.
 buffers_free() {
-	[ "$(jfield "$(inns "$NTBSMC_CLI" -j dev show "$NTB")" buffers)" = 0 ]
+	[ "$(jfield "$(cli -j dev show "$NTB")" buffers)" = 0 ]
 }
 
 [ "$ROLE" = a ] && fault_set server_accept_delay -1 300

@@ -48,9 +48,9 @@ dma_paths 65536 262144	# the defaults: each path by the size of the write
 # idle: nothing of a connection is left on this host.
 idle() {
 	local dev lgr conns
-	dev=$(inns "$NTBSMC_CLI" -j dev show "$NTB")
-	lgr=$(inns "$NTBSMC_CLI" -j lgr show)
-	conns=$(inns "$NTBSMC_CLI" -j conn show)
+	dev=$(cli -j dev show "$NTB")
+	lgr=$(cli -j lgr show)
+	conns=$(cli -j conn show)
 	[ "$(jfield "$dev" buffers)" = 0 ] && [ "$(jfield "$dev" orphans)" = 0 ] &&
 		[[ ! $lgr =~ \"conns\":\ *[1-9] ]] && [[ $conns != *local_port* ]] &&
 		pins_balanced
@@ -59,7 +59,7 @@ idle() {
 # phase_end NAME: both hosts idle again, within a bound.
 phase_end() {
 	wait_for 60 "$1: no buffer, orphan, connection or pin left" idle
-	log "$1: idle: $(inns "$NTBSMC_CLI" -j dev show "$NTB")"
+	log "$1: idle: $(cli -j dev show "$NTB")"
 	barrier "$1-idle"
 }
 
