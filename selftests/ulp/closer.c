@@ -15,6 +15,14 @@
  *   shutdown   shutdown(SHUT_WR), then read to EOF, then close()
  *   exit       a child process writes and exits without closing
  *   linger     SO_LINGER of 10 s, then close(): returns once the data is out
+ *   unspec     writes another pattern's bytes (a random number of them with
+ *              --seed, else B), disconnects with connect(AF_UNSPEC) at once,
+ *              connects the same socket to the server again and writes the
+ *              round's B bytes there, then close(). The server (--how unspec
+ *              too) reads the old connection to its EOF or reset: a prefix of
+ *              the old bytes, never one of the new connection's; then the new
+ *              connection as any round. "ntb" counts the old connections over
+ *              NTB (the new one is TCP: the handshake runs once per socket).
  *   handshake  connects non-blocking and closes during ntbsmc's handshake,
  *              writing nothing (--bytes 0): even rounds as soon as TCP is
  *              established, odd ones 50 ms later (with a kernel that reads the
@@ -94,6 +102,7 @@ static struct {
 /* What one round does; the options' round, or a random one (--seed). */
 struct plan {
 	size_t bytes;
+	size_t first;		/* unspec: the bytes for the old connection */
 	const char *how;
 	bool nonblock, slow;
 	bool reverse;		/* the server writes and ends, the client reads */
@@ -146,12 +155,14 @@ static struct plan plan_of(unsigned long round)
 {
 	static const char *const hows[] = { "close", "shutdown", "exit", "linger" };
 	static const size_t lo[] = { 1, 65536, 262144 }, hi[] = { 65535, 262143, 4194304 };
-	struct plan p = { opt.bytes, opt.how, opt.nonblock, opt.slow, false };
+	struct plan p = { opt.bytes, opt.bytes, opt.how, opt.nonblock, opt.slow, false };
 	uint64_t r;
 	int path;
 
 	if (!opt.seed)
 		return p;
+	r = mix(opt.seed + round * 0x9e3779b97f4a7c15ULL);	/* unspec: any path too */
+	p.first = lo[r % 3] + r / 3 % (hi[r % 3] - lo[r % 3] + 1);
 	r = mix(opt.seed * 0x9e3779b97f4a7c15ULL + round);
 	path = r % 3;
 	r /= 3;
@@ -161,6 +172,10 @@ static struct plan plan_of(unsigned long round)
 	p.nonblock = r & 4;
 	p.slow = (r & 0x18) == 0x18 && p.bytes <= 1048576;	/* a quarter, not the longest */
 	p.reverse = r & 0x20;
+	if (!strcmp(opt.how, "unspec")) {
+		p.how = opt.how;
+		p.reverse = false;
+	}
 	return p;
 }
 
@@ -262,6 +277,42 @@ out:
 static void write_round(int fd, unsigned long round, const struct plan *p,
 			unsigned char *buf);
 
+/* The old connection's bytes, which no byte of the new one may follow. */
+#define UNSPEC_KEY 0x756e73706563ULL
+
+/*
+ * An unspec round's old connection: read to EOF or reset (the peer disconnected
+ * at once, so a reset may discard some), a prefix of its own bytes only.
+ */
+static void read_old(int fd, unsigned long round, const struct plan *p,
+		     unsigned char *buf)
+{
+	size_t got = 0, k;
+	ssize_t r;
+
+	count_ntb(fd, false);
+	for (;;) {
+		r = recv(fd, buf, p->first + 1, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno != ECONNRESET)
+			lost(round, "old connection: recv after %zu bytes: %s", got,
+			     strerrorname_np(errno) ?: "?");
+		if (r <= 0)
+			break;
+		for (k = 0; k < (size_t)r; k++) {
+			if (got + k >= p->first ||
+			    buf[k] != pattern(round + UNSPEC_KEY, got + k)) {
+				lost(round, "old connection: byte %zu not its own", got + k);
+				goto out;
+			}
+		}
+		got += r;
+	}
+out:
+	close(fd);
+}
+
 static void server_round(int lfd, unsigned long round, unsigned char *buf)
 {
 	struct plan p = plan_of(round);
@@ -270,6 +321,13 @@ static void server_round(int lfd, unsigned long round, unsigned char *buf)
 	if (fd < 0)
 		die("accept");
 	timeouts(fd);
+	if (!strcmp(p.how, "unspec")) {
+		read_old(fd, round, &p, buf);
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			die("accept");
+		timeouts(fd);
+	}
 	if (p.reverse) {
 		count_ntb(fd, false);
 		write_round(fd, round, &p, buf);
@@ -423,6 +481,31 @@ static void write_round(int fd, unsigned long round, const struct plan *p,
 	close(fd);
 }
 
+/*
+ * An unspec round's client: the old connection's bytes, in one write() (on any
+ * copy path, maybe still in flight), then at once connect(AF_UNSPEC) and a new
+ * connection on the same socket, which closes as a "close" round.
+ */
+static void unspec_round(struct addrinfo *ai, unsigned long round, struct plan *p,
+			 unsigned char *buf)
+{
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+	int fd = client_connect(ai);
+	size_t k;
+
+	timeouts(fd);
+	count_ntb(fd, false);
+	for (k = 0; k < p->first; k++)
+		buf[k] = pattern(round + UNSPEC_KEY, k);
+	write_all(fd, buf, p->first, false);
+	if (connect(fd, &sa, sizeof(sa)))
+		die("connect(AF_UNSPEC)");
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen))
+		die("connect again");
+	p->how = "close";
+	write_round(fd, round, p, buf);
+}
+
 static void client_round(struct addrinfo *ai, unsigned long round, unsigned char *buf)
 {
 	struct plan p = plan_of(round);
@@ -430,6 +513,10 @@ static void client_round(struct addrinfo *ai, unsigned long round, unsigned char
 
 	if (!strcmp(p.how, "handshake")) {
 		handshake_round(ai, round);
+		return;
+	}
+	if (!strcmp(p.how, "unspec")) {
+		unspec_round(ai, round, &p, buf);
 		return;
 	}
 	fd = client_connect(ai);
@@ -523,7 +610,8 @@ static void run_flood(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: closer server|client|flood ADDR PORT [--rounds N] [--bytes B] "
-			"[--slow] [--how close|shutdown|exit|linger|handshake] [--nonblock] [--secs S] "
+			"[--slow] [--how close|shutdown|exit|linger|unspec|handshake] [--nonblock] "
+			"[--secs S] "
 			"[--seed S] [--hold FILE]\n");
 	exit(2);
 }
@@ -563,7 +651,7 @@ int main(int argc, char **argv)
 	if (!opt.rounds || (!opt.bytes && !server && strcmp(opt.how, "handshake")) ||
 	    (strcmp(opt.how, "close") && strcmp(opt.how, "shutdown") &&
 	     strcmp(opt.how, "exit") && strcmp(opt.how, "linger") &&
-	     strcmp(opt.how, "handshake")))
+	     strcmp(opt.how, "unspec") && strcmp(opt.how, "handshake")))
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(argv[1], "flood"))

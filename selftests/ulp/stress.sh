@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The stress tier: PAIRS connections at once between the two hosts, in four
+# The stress tier: PAIRS connections at once between the two hosts, in five
 # phases, every transfer checked byte for byte by its reader, seeded and
 # reproducible (STRESS_SEED, STRESS_ROUNDS):
 #
@@ -11,7 +11,12 @@
 #           or not, a slow reader or not, and which end writes and ends it.
 #           No round may lose a byte, every round runs over NTB, the readers'
 #           NTB bytes add up to what was written, and each path carried some.
-#   dma     the same while the software engine fails a descriptor and slows
+#   unspec  closer --seed --how unspec: each round writes a random amount (any
+#           path, maybe in flight), disconnects with connect(AF_UNSPEC) at once,
+#           reconnects the socket and writes the round's bytes there (TCP now):
+#           the old connection's reader gets a prefix of its own bytes only,
+#           the new one all of its bytes; every old connection was NTB.
+#   dma     the same as mixed while the software engine fails a descriptor and slows
 #           down at random: the failed ranges are rewritten, nothing is lost.
 #   kill    1 GiB both ways, and one end of each pair is killed (SIGKILL) at a
 #           random moment of its first second: the other ends within a bound.
@@ -42,8 +47,21 @@ pairs=3
 RANDOM=$seed
 port=7600
 log "seed $seed, $rounds rounds, $pairs pairs"
+# the kill phase's victim and moment for each pair, the unbind phase's moment
+victims=()
+for i in $(seq $pairs); do
+	victims+=("$((RANDOM % 2)) 0.$((RANDOM % 10))")
+done
+unbind_when=0.$((1 + RANDOM % 9))
 ulp_wait_active
 dma_paths 65536 262144	# the defaults: each path by the size of the write
+
+# phase NAME: NAME is to run (STRESS_PHASES, e.g. "unbind kill", for
+# development: all of them by default). A phase's draws from the seed do not
+# depend on which others run.
+phase() {
+	[ -z "${STRESS_PHASES:-}" ] || [[ " $STRESS_PHASES " == *" $1 "* ]]
+}
 
 # idle: nothing of a connection is left on this host.
 idle() {
@@ -63,13 +81,15 @@ phase_end() {
 	barrier "$1-idle"
 }
 
-# closers NAME: PAIRS closer pairs with seeded random rounds; checks each.
+# closers NAME [HOW [ROUNDS]]: PAIRS closer pairs with seeded random rounds (all
+# of them HOW if given; ROUNDS of them, by default STRESS_ROUNDS); checks each.
 closers() {
-	local name=$1 i pids=() rc out ntb=0 wrote=0
+	local name=$1 how=${2:-} rounds=${3:-$rounds} i pids=() rc out ntb=0 wrote=0 opts=()
+	[ -n "$how" ] && opts=(--how "$how")
 	for i in $(seq $pairs); do
 		if [ "$ROLE" = a ]; then
 			inns "$CLOSER" server "$MY_IP" $((port + i)) --rounds "$rounds" \
-				--seed $((seed * 10 + i)) >"$WORK/$name$i.json" 2>&1 &
+				--seed $((seed * 10 + i)) "${opts[@]}" >"$WORK/$name$i.json" 2>&1 &
 			pids+=($!)
 			wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
 		fi
@@ -78,7 +98,7 @@ closers() {
 	if [ "$ROLE" = b ]; then
 		for i in $(seq $pairs); do
 			inns "$CLOSER" client "$PEER_IP" $((port + i)) --rounds "$rounds" \
-				--seed $((seed * 10 + i)) >"$WORK/$name$i.json" 2>&1 &
+				--seed $((seed * 10 + i)) "${opts[@]}" >"$WORK/$name$i.json" 2>&1 &
 			pids+=($!)
 		done
 	fi
@@ -96,6 +116,9 @@ closers() {
 		wrote=$((wrote + $(jfield "$out" bytes)))
 	done
 	port=$((port + pairs))
+	# unspec: the old connections' bytes were cut short by a reset, the new
+	# connections' ran over TCP
+	[ "$how" = unspec ] && return
 	# what this host read over NTB is what the other one wrote
 	put "$name-wrote" $wrote
 	check "$name: read $ntb bytes over NTB, the peer wrote $(get "$name-wrote")" \
@@ -108,129 +131,139 @@ path_bytes() {
 }
 
 # --- mixed
-read -r c0 d0 z0 <<<"$(path_bytes)"
-closers mixed
-read -r c1 d1 z1 <<<"$(path_bytes)"
-put mixed-paths "$((c1 - c0)) $((d1 - d0)) $((z1 - z0))"
-read -r pc pd pz <<<"$(get mixed-paths)"
-log "mixed: sent by CPU/DMA/zero-copy: here $((c1 - c0))/$((d1 - d0))/$((z1 - z0)), peer $pc/$pd/$pz"
-for k in "CPU $((c1 - c0 + pc))" "DMA $((d1 - d0 + pd))" "zero-copy $((z1 - z0 + pz))"; do
-	check "mixed: the $k bytes by path ${k%% *}, want some" [ "${k##* }" -gt 0 ]
-done
-phase_end mixed
+if phase mixed; then
+	read -r c0 d0 z0 <<<"$(path_bytes)"
+	closers mixed
+	read -r c1 d1 z1 <<<"$(path_bytes)"
+	put mixed-paths "$((c1 - c0)) $((d1 - d0)) $((z1 - z0))"
+	read -r pc pd pz <<<"$(get mixed-paths)"
+	log "mixed: sent by CPU/DMA/zero-copy: here $((c1 - c0))/$((d1 - d0))/$((z1 - z0)), peer $pc/$pd/$pz"
+	for k in "CPU $((c1 - c0 + pc))" "DMA $((d1 - d0 + pd))" "zero-copy $((z1 - z0 + pz))"; do
+		check "mixed: the $k bytes by path ${k%% *}, want some" [ "${k##* }" -gt 0 ]
+	done
+	phase_end mixed
+fi
+
+# --- unspec
+if phase unspec; then
+	closers unspec unspec $(((rounds + 1) / 2))
+	phase_end unspec
+fi
 
 # --- dma: host a drives the engine (one in the one-VM topology, shared)
-if [ "$ROLE" = a ]; then
-	(
-		RANDOM=$((seed + 1))
-		while [ ! -e "$WORK/dma-stop" ]; do
-			echo $((1 + RANDOM % 40)) >"$SOFT_DMA/fail_nth"
-			echo $((RANDOM % 3 * 1000)) >"$SOFT_DMA/latency_us"
-			nap "0.$((1 + RANDOM % 3))"
-		done
-		echo 0 >"$SOFT_DMA/fail_nth"
-		echo 0 >"$SOFT_DMA/latency_us"
-	) &
-	chaos=$!
-fi
-failed0=$(ntb_stat dma_failed)
-closers dma
-if [ "$ROLE" = a ]; then
-	touch "$WORK/dma-stop"
-	wait $chaos
-fi
-log "dma: DMA writes failed here: $(($(ntb_stat dma_failed) - failed0))"
-phase_end dma
-
-# --- kill: pair i's victim and moment come from the seed
-victims=()
-for i in $(seq $pairs); do
-	victims+=("$((RANDOM % 2)) 0.$((RANDOM % 10))")
-done
-pids=()
-for i in $(seq $pairs); do
+if phase dma; then
 	if [ "$ROLE" = a ]; then
-		inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
-			>"$WORK/kill$i.json" 2>&1 &
-		pids+=($!)
-		wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
+		(
+			RANDOM=$((seed + 1))
+			while [ ! -e "$WORK/dma-stop" ]; do
+				echo $((1 + RANDOM % 40)) >"$SOFT_DMA/fail_nth"
+				echo $((RANDOM % 3 * 1000)) >"$SOFT_DMA/latency_us"
+				nap "0.$((1 + RANDOM % 3))"
+			done
+			echo 0 >"$SOFT_DMA/fail_nth"
+			echo 0 >"$SOFT_DMA/latency_us"
+		) &
+		chaos=$!
 	fi
-done
-barrier kill-listening
-if [ "$ROLE" = b ]; then
-	for i in $(seq $pairs); do
-		inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
-			--bytes 1073741824 --both >"$WORK/kill$i.json" 2>&1 &
-		pids+=($!)
-	done
+	failed0=$(ntb_stat dma_failed)
+	closers dma
+	if [ "$ROLE" = a ]; then
+		touch "$WORK/dma-stop"
+		wait $chaos
+	fi
+	log "dma: DMA writes failed here: $(($(ntb_stat dma_failed) - failed0))"
+	phase_end dma
 fi
-# the moment counts from the connection's establishment (killed before it
-# connects, a client would leave its server waiting for nobody): in its
-# handshake, or in its transfer
-me=$([ "$ROLE" = a ] && echo 0 || echo 1)
-for i in $(seq $pairs); do
-	read -r who when <<<"${victims[$((i - 1))]}"
-	[ "$who" = "$me" ] || continue
-	(
-		wait_for 60 "pair $i connected" pid_connected "${pids[$((i - 1))]}" $((port + i))
-		nap "$when"
-		kill -9 "${pids[$((i - 1))]}" 2>/dev/null
-	) &
-done
-t0=$(now_us)
-for i in $(seq $pairs); do
-	wait "${pids[$((i - 1))]}"
-	log "kill $i: exit $? after $((($(now_us) - t0) / 1000)) ms: $(tail -1 "$WORK/kill$i.json")"
-done
-ms=$((($(now_us) - t0) / 1000))
-check "kill: the survivors took $ms ms to end, bound 60000" [ $ms -le 60000 ]
-port=$((port + pairs))
-phase_end kill
+
+# --- kill
+if phase kill; then
+	pids=()
+	for i in $(seq $pairs); do
+		if [ "$ROLE" = a ]; then
+			inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
+				>"$WORK/kill$i.json" 2>&1 &
+			pids+=($!)
+			wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
+		fi
+	done
+	barrier kill-listening
+	if [ "$ROLE" = b ]; then
+		for i in $(seq $pairs); do
+			inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
+				--bytes 1073741824 --both >"$WORK/kill$i.json" 2>&1 &
+			pids+=($!)
+		done
+	fi
+	# the moment counts from the connection's establishment (killed before it
+	# connects, a client would leave its server waiting for nobody): in its
+	# handshake, or in its transfer
+	me=$([ "$ROLE" = a ] && echo 0 || echo 1)
+	for i in $(seq $pairs); do
+		read -r who when <<<"${victims[$((i - 1))]}"
+		[ "$who" = "$me" ] || continue
+		(
+			wait_for 60 "pair $i connected" pid_connected "${pids[$((i - 1))]}" $((port + i))
+			nap "$when"
+			kill -9 "${pids[$((i - 1))]}" 2>/dev/null
+		) &
+	done
+	t0=$(now_us)
+	for i in $(seq $pairs); do
+		wait "${pids[$((i - 1))]}"
+		log "kill $i: exit $? after $((($(now_us) - t0) / 1000)) ms: $(tail -1 "$WORK/kill$i.json")"
+	done
+	ms=$((($(now_us) - t0) / 1000))
+	check "kill: the survivors took $ms ms to end, bound 60000" [ $ms -le 60000 ]
+	port=$((port + pairs))
+	phase_end kill
+fi
 
 # --- unbind: host b's port goes away under connections and comes back
-pids=()
-for i in $(seq $pairs); do
-	if [ "$ROLE" = a ]; then
-		inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
-			>"$WORK/unbind$i.json" 2>&1 &
-		pids+=($!)
-		wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
-	fi
-done
-barrier unbind-listening
-when=0.$((1 + RANDOM % 9))
-if [ "$ROLE" = b ]; then
+if phase unbind; then
+	pids=()
 	for i in $(seq $pairs); do
-		inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
-			--bytes 4194304 --both >"$WORK/unbind$i.json" 2>&1 &
-		pids+=($!)
-		nap 0.2
+		if [ "$ROLE" = a ]; then
+			inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
+				>"$WORK/unbind$i.json" 2>&1 &
+			pids+=($!)
+			wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
+		fi
 	done
-	nap "$when"
-	port_unbind
+	barrier unbind-listening
+	if [ "$ROLE" = b ]; then
+		for i in $(seq $pairs); do
+			inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
+				--bytes 4194304 --both >"$WORK/unbind$i.json" 2>&1 &
+			pids+=($!)
+			nap 0.2
+		done
+		nap "$unbind_when"
+		port_unbind
+	fi
+	ok=0
+	for i in $(seq $pairs); do
+		wait "${pids[$((i - 1))]}"
+		rc=$?
+		out=$(tail -1 "$WORK/unbind$i.json")
+		log "unbind $i: $out"
+		check "unbind $i: xfer $ROLE exited $rc: $(cat "$WORK/unbind$i.json")" [ $rc = 0 ]
+		case $(jfield "$out" outcome) in
+		ok)
+			check "unbind $i: not intact" [ "$(jfield "$out" intact)" = true ]
+			ok=$((ok + 1)) ;;
+		reset) ;;
+		*) check "unbind $i: outcome $(jfield "$out" outcome)" false ;;
+		esac
+	done
+	log "unbind: $ok of $pairs transfers completed, the others were reset"
+	port=$((port + pairs))
+	barrier unbind-done
+	[ "$ROLE" = b ] && port_bind
+	barrier rebound
+	ulp_wait_active
+	phase_end unbind
 fi
-ok=0
-for i in $(seq $pairs); do
-	wait "${pids[$((i - 1))]}"
-	rc=$?
-	out=$(tail -1 "$WORK/unbind$i.json")
-	log "unbind $i: $out"
-	check "unbind $i: xfer $ROLE exited $rc: $(cat "$WORK/unbind$i.json")" [ $rc = 0 ]
-	case $(jfield "$out" outcome) in
-	ok)
-		check "unbind $i: not intact" [ "$(jfield "$out" intact)" = true ]
-		ok=$((ok + 1)) ;;
-	reset) ;;
-	*) check "unbind $i: outcome $(jfield "$out" outcome)" false ;;
-	esac
-done
-log "unbind: $ok of $pairs transfers completed, the others were reset"
-port=$((port + pairs))
-barrier unbind-done
-[ "$ROLE" = b ] && port_bind
-barrier rebound
-ulp_wait_active
-phase_end unbind
+
 xfer_one after "--ulp" "--ulp --bytes 1000000 --both"
 check "after the stress: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
 	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
