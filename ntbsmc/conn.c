@@ -545,6 +545,15 @@ static bool conn_peer_done(struct ntbsmc_conn *conn)
 }
 
 /*
+ * TCP failed for good: a reset or a timeout closed it with an error. (An ICMP
+ * error reported under IP_RECVERR sets sk_err and leaves TCP established.)
+ */
+static bool tcp_failed(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_err) && READ_ONCE(sk->sk_state) == TCP_CLOSE;
+}
+
+/*
  * TCP failed under the connection (a reset, a keepalive or user timeout): that
  * ends the NTB connection too, as it would end TCP's, and the peer hears of it.
  * Once reset, we read no more of the peer's cursors, so they are read first:
@@ -553,7 +562,7 @@ static bool conn_peer_done(struct ntbsmc_conn *conn)
  */
 static void conn_check_tcp(struct sock *sk, struct ntbsmc_conn *conn)
 {
-	if (likely(!READ_ONCE(sk->sk_err)) || READ_ONCE(conn->err))
+	if (likely(!tcp_failed(sk)) || READ_ONCE(conn->err))
 		return;
 	if (!conn_update(conn))
 		ntbsmc_conn_abort(conn, "the TCP connection failed");
@@ -591,8 +600,10 @@ static bool conn_writable(struct ntbsmc_conn *conn)
 
 /*
  * Waits for @ready: spins for the busy-poll budget, then publishes our @flag (so
- * the peer rings us), looks once more and sleeps. Returns 0 to look again, or
- * -EAGAIN (timeout used up) or -EINTR/-ERESTARTSYS.
+ * the peer rings us), looks once more and sleeps. TCP failing under the
+ * connection meanwhile (its keepalive or user timeout, a reset) wakes it too,
+ * and ends the connection. Returns 0 to look again, or -EAGAIN (timeout used
+ * up) or -EINTR/-ERESTARTSYS.
  */
 static int conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
 		     bool (*ready)(struct ntbsmc_conn *), long *timeo)
@@ -609,8 +620,9 @@ static int conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
 	if (signal_pending(current))
 		return sock_intr_errno(*timeo);
 	add_wait_queue(sk_sleep(sk), &wait);
-	sk_wait_event(sk, timeo, conn_update(conn) || ready(conn), &wait);
+	sk_wait_event(sk, timeo, conn_update(conn) || ready(conn) || tcp_failed(sk), &wait);
 	remove_wait_queue(sk_sleep(sk), &wait);
+	conn_check_tcp(sk, conn);
 	return 0;
 }
 

@@ -255,4 +255,44 @@ for dir in send recv; do
 	barrier "uffd-$dir-rebound"
 	wait_for 60 "ntbsmc link active on $NTB" dev_active
 done
+# Finding 5: TCP failing under an NTB connection ends it, as it would end TCP's.
+# Host b's client keeps TCP alive (probes after 1 s, two unanswered end it);
+# once the connection runs over NTB, host b's interface goes down, the NTB link
+# staying up. Its TCP times out, and its recv() must say ETIMEDOUT within 20 s,
+# not wait on (before f420695 it waited for its 120 s receive timeout); host a,
+# whose TCP cannot hear of it, learns over NTB and ends with an error or EOF.
+TCPDEAD=$REPO/selftests/ulp/tcpdead
+port=$((port + 1))
+if [ "$ROLE" = a ]; then
+	inns "$TCPDEAD" server "$MY_IP" $port >"$WORK/tcpdead.json" 2>&1 &
+	srv=$!
+	wait_for 90 "server on $port" pid_listening $srv $port
+	barrier tcpdead-listening
+	wait $srv
+	rc=$?
+	out=$(tail -1 "$WORK/tcpdead.json")
+	log "tcp dead, server: $out"
+	check "tcp dead: the server's recv: exit $rc: $(cat "$WORK/tcpdead.json")" [ $rc = 0 ]
+	check "tcp dead: the server's recv ended after $(jfield "$out" ms) ms, bound 30000" \
+		[ "$(jfield "$out" ms)" -le 30000 ]
+	barrier tcpdead-done
+else
+	barrier tcpdead-listening
+	inns "$TCPDEAD" client "$PEER_IP" $port >"$WORK/tcpdead.json" 2>&1 &
+	cl=$!
+	wait_for 60 "the connection over NTB" grep -qx ntb "$WORK/tcpdead.json"
+	run inns ip link set "v$ROLE" down
+	wait $cl
+	rc=$?
+	out=$(tail -1 "$WORK/tcpdead.json")
+	log "tcp dead, client: $out"
+	check "tcp dead: the client's recv: exit $rc, $(jfield "$out" recv), want ETIMEDOUT" \
+		[ "$rc/$(jfield "$out" recv)" = 0/ETIMEDOUT ]
+	check "tcp dead: the client's recv ended after $(jfield "$out" ms) ms, bound 20000" \
+		[ "$(jfield "$out" ms)" -le 20000 ]
+	barrier tcpdead-done
+	run inns ip link set "v$ROLE" up
+fi
+barrier tcpdead-up
+wait_for 60 "the interface up again" carrier_up "v$ROLE"
 checked
