@@ -281,6 +281,8 @@ else
 	inns "$TCPDEAD" client "$PEER_IP" $port >"$WORK/tcpdead.json" 2>&1 &
 	cl=$!
 	wait_for 60 "the connection over NTB" grep -qx ntb "$WORK/tcpdead.json"
+	# IPv6 drops an interface's addresses when it goes down, unless told
+	run inns sysctl -q -w "net.ipv6.conf.v$ROLE.keep_addr_on_down=1"
 	run inns ip link set "v$ROLE" down
 	wait $cl
 	rc=$?
@@ -295,4 +297,6 @@ else
 fi
 barrier tcpdead-up
 wait_for 60 "the interface up again" carrier_up "v$ROLE"
+v6_route() { has "$(inns ip -6 route get "$PEER_IP6" 2>&1)" "dev v$ROLE"; }
+wait_for 60 "an IPv6 route to $PEER_IP6 again" v6_route
 checked
