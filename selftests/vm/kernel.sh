@@ -4,7 +4,7 @@
 # Builds (or reuses) the selftests' guest kernel from Debian's linux-source-SERIES
 # (6.1: Debian 12's kernel, the default; 6.12: Debian 13's) and prints the build
 # directory. The cache lives outside the checkout, keyed by the
-# source package version and the exact config fragments, so a later run with the same
+# source package version, the exact config fragments and kernel-patches/, so a later run with the same
 # inputs reuses it.
 #
 #   kernel.sh debug [SERIES]    tinyconfig + config.vm + config + config.debug
@@ -36,8 +36,17 @@ if [ ! -f "$tarball" ]; then
 	exit 1
 fi
 srcver=$(dpkg-query -W -f '${Version}' "linux-source-$series")
-key=$( (echo "$srcver"; echo "$flavour"; cat "${frags[@]}" "$0") | sha256sum | cut -c1-16)
-src=$cache/src-$srcver
+# Fixes to the kernel itself the guests need (kernel-patches/, applied in order
+# to both series' sources): a source tree is keyed by them too.
+patches=("$here"/kernel-patches/*.patch)
+[ -e "${patches[0]}" ] || patches=()
+phash=$(cat /dev/null "${patches[@]}" | sha256sum | cut -c1-8)
+# The build recipe below, by version: bump it when a change to this script
+# changes the kernel it builds (not for comments or locking).
+recipe=2
+key=$( (echo "$srcver"; echo "$flavour"; echo "recipe $recipe"; cat "${frags[@]}" "${patches[@]}") |
+	sha256sum | cut -c1-16)
+src=$cache/src-$srcver-$phash
 # the 6.1 kernel's directory keeps its name from before there were two series
 out=$cache/kernel-$flavour-$key
 [ "$series" = 6.1 ] || out=$cache/kernel-$series-$flavour-$key
@@ -47,17 +56,26 @@ if [ -f "$out/.ntbsmc-done" ]; then
 	exit 0
 fi
 
+# One lock per source tree and one per kernel: the two series build side by side
+# (run_tests.sh), a second run waits for the kernel it needs.
 mkdir -p "$cache"
-exec 9>"$cache/.lock"
-flock 9
+exec 8>"$src.lock"
+flock 8
 if [ ! -f "$src/.ntbsmc-done" ]; then
 	echo "kernel.sh: unpacking linux-source $srcver" >&2
 	rm -rf "$src" "$src.tmp"
 	mkdir -p "$src.tmp"
 	tar -C "$src.tmp" --strip-components=1 -xf "$tarball"
+	for p in "${patches[@]}"; do
+		patch -s -p1 -d "$src.tmp" <"$p" ||
+			{ echo "kernel.sh: $(basename "$p") does not apply to $srcver" >&2; exit 1; }
+	done
 	touch "$src.tmp/.ntbsmc-done"
 	mv "$src.tmp" "$src"
 fi
+exec 9>"$out.lock"
+flock 9
+flock -u 8
 if [ ! -f "$out/.ntbsmc-done" ]; then
 	echo "kernel.sh: building $flavour kernel in $out (about 11 minutes)" >&2
 	rm -rf "$out"
