@@ -27,9 +27,6 @@ set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO" || exit 1
 source "$REPO/selftests/vm/host.sh"
-vm_prepare debug || exit 1
-make -s headers-check || exit 1
-
 TOP=${NTBSMC_OUT:-$REPO/selftests/output}/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$TOP"
 ln -sfn "$TOP" "$(dirname "$TOP")/latest"
@@ -37,7 +34,18 @@ BOOTS=${NTBSMC_BOOTS:-onevm-default twovm pkg}
 SERIES2=${NTBSMC_SERIES2-6.12}
 KBUILD2=""
 case " $BOOTS " in *" onevm-pex8749 "* | *" twovm "*) ;; *) SERIES2="" ;; esac
+
+# The two kernels build side by side: a kernel build alone leaves a CPU idle
+# in its serial steps (vmstat: up to half the time in some minutes).
+"$REPO/selftests/vm/deps.sh" || exit 1
 if [ -n "$SERIES2" ]; then
+	"$REPO/selftests/vm/kernel.sh" debug "$SERIES2" >/dev/null 2>"$TOP/kernel-$SERIES2.log" &
+	kernel2=$!
+fi
+vm_prepare debug || exit 1
+make -s headers-check || exit 1
+if [ -n "$SERIES2" ]; then
+	wait "$kernel2" || { cat "$TOP/kernel-$SERIES2.log" >&2; exit 1; }
 	vm_prepare_series debug "$SERIES2" "$TOP/modules-$SERIES2" || exit 1
 fi
 trap vm_cleanup EXIT
@@ -45,16 +53,18 @@ trap vm_cleanup EXIT
 # The tests, in order: selftests/Makefile's TEST_PROGS (the kselftest list, which
 # the one-VM guests run through make -C selftests run_tests).
 mapfile -t TESTS < <(make -s -C "$REPO/selftests" list)
-# The flood, the storm and the stress tier load one kernel's handshakes, and hostile and faults
-# inject faults into one host's own paths (its window writer, its DMA engine);
-# buffers counts one host's receive buffers: one-VM boot only. The fabric's
-# clients and the unmodified programs run between the two VMs, on both kernel
-# series: the one-VM boot does not repeat them. So the two parallel chains of
-# boots take about as long, within make check's budget.
+# The guests keep both host CPUs busy, so a test runs in one topology unless
+# both need it. One VM: the flood, the storm and the stress tier load one
+# kernel's handshakes, hostile and faults inject faults into one host's own
+# paths (its window writer, its DMA engine), buffers counts one host's receive
+# buffers, and close races each copy path's last writes against the close (the
+# longest test). Two VMs, a 6.1 and a 6.12 sender: the fabric's clients, the
+# unmodified programs and the copy paths. Both: link, basic, sockets,
+# fallback. So the two chains of boots take about as long.
 ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/stress.sh ulp/hostile.sh dma/faults.sh
-	    ulp/buffers.sh)
+	    ulp/buffers.sh ulp/close.sh)
 TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
-	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh)
+	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
 	read -r -a TESTS <<<"$NTBSMC_TESTS"
