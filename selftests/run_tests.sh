@@ -135,6 +135,7 @@ job() {
 	[ "$1" = onevm ] && shift && cmd="make -s -C $REPO/selftests run_tests TESTS=\"$*\""
 	cat >"$RUN/job.$vm" <<JOB
 export REPO=$REPO KBUILD=$kb MODDIR=$md IVS_PARAMS="$IVS_PARAMS" CLOSE_ROUNDS=${CLOSE_ROUNDS:-}
+export CLOSE_ROUNDS_BIG=${CLOSE_ROUNDS_BIG:-}
 export STRESS_SEED=${STRESS_SEED:-} STRESS_ROUNDS=${STRESS_ROUNDS:-} STRESS_PHASES="${STRESS_PHASES:-}"
 $cmd >/run/out/tap.$vm
 JOB

@@ -9,8 +9,9 @@
 #   host b: closer client --how HOW  ---- NTB (cpu | staged DMA | zero-copy) --->
 #   host a: closer server (reads to EOF, checks each byte, counts NTB rounds)
 #
-# CLOSE_ROUNDS (default 8; the 4 MiB cases a fifth of it) rounds a case; every round must have run over NTB,
-# and the client's namespace counters must show the bytes went by the path named.
+# CLOSE_ROUNDS (default 8) rounds a case, CLOSE_ROUNDS_BIG (default a fifth of
+# that) a 4 MiB case; every round must have run over NTB, and the client's
+# namespace counters must show the bytes went by the path named.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
@@ -25,6 +26,7 @@ esac
 
 CLOSER=$REPO/selftests/ulp/closer
 R=${CLOSE_ROUNDS:-8}
+RB=${CLOSE_ROUNDS_BIG:-$(((R + 4) / 5))}
 ulp_wait_active
 port=7100
 
@@ -91,8 +93,8 @@ K=131072
 M4=$((4 * 1048576))
 for path in cpu dma zc; do
 	close_case "close_$path" $path "$R" $K "" "--how close"
-	close_case "close_4m_$path" $path $(((R + 4) / 5)) $M4 "" "--how close"
-	close_case "slow_reader_$path" $path $(((R + 4) / 5)) $M4 "--slow" "--how close"
+	close_case "close_4m_$path" $path "$RB" $M4 "" "--how close"
+	close_case "slow_reader_$path" $path "$RB" $M4 "--slow" "--how close"
 	close_case "exit_$path" $path "$R" $K "" "--how exit"
 done
 close_case shutdown_dma dma "$R" $K "" "--how shutdown"
