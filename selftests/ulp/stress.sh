@@ -81,27 +81,40 @@ phase_end() {
 	barrier "$1-idle"
 }
 
-# closers NAME [HOW [ROUNDS]]: PAIRS closer pairs with seeded random rounds (all
-# of them HOW if given; ROUNDS of them, by default STRESS_ROUNDS); checks each.
-closers() {
-	local name=$1 how=${2:-} rounds=${3:-$rounds} i pids=() rc out ntb=0 wrote=0 opts=()
-	[ -n "$how" ] && opts=(--how "$how")
-	for i in $(seq $pairs); do
-		if [ "$ROLE" = a ]; then
-			inns "$CLOSER" server "$MY_IP" $((port + i)) --rounds "$rounds" \
-				--seed $((seed * 10 + i)) "${opts[@]}" >"$WORK/$name$i.json" 2>&1 &
+# start_pairs NAME PROG SERVER_OPTS CLIENT_OPTS [GAP]: PAIRS connections of PROG
+# (xfer, closer): host a serves on the ports after $port, host b connects to
+# them, GAP seconds apart. "@i@" in the options is the pair's number. This
+# host's ends' pids go to pids, their output to $WORK/NAME<i>.json.
+start_pairs() {
+	local name=$1 prog=$2 sopts=$3 copts=$4 gap=${5:-} i
+	pids=()
+	if [ "$ROLE" = a ]; then
+		for i in $(seq $pairs); do
+			# shellcheck disable=SC2086
+			inns "$prog" server "$MY_IP" $((port + i)) ${sopts//@i@/$i} \
+				>"$WORK/$name$i.json" 2>&1 &
 			pids+=($!)
 			wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
-		fi
-	done
-	barrier "$name-listening"
-	if [ "$ROLE" = b ]; then
-		for i in $(seq $pairs); do
-			inns "$CLOSER" client "$PEER_IP" $((port + i)) --rounds "$rounds" \
-				--seed $((seed * 10 + i)) "${opts[@]}" >"$WORK/$name$i.json" 2>&1 &
-			pids+=($!)
 		done
 	fi
+	barrier "$name-listening"
+	[ "$ROLE" = b ] || return 0
+	for i in $(seq $pairs); do
+		# shellcheck disable=SC2086
+		inns "$prog" client "$PEER_IP" $((port + i)) ${copts//@i@/$i} \
+			>"$WORK/$name$i.json" 2>&1 &
+		pids+=($!)
+		[ -z "$gap" ] || nap "$gap"
+	done
+}
+
+# closers NAME [HOW [ROUNDS]]: PAIRS closer pairs with seeded random rounds (all
+# of them HOW if given; ROUNDS of them, by default STRESS_ROUNDS); checks each.
+# Pair i's seed is the seed with i appended.
+closers() {
+	local name=$1 how=${2:-} rounds=${3:-$rounds} i pids rc out ntb=0 wrote=0 opts
+	opts="--rounds $rounds --seed $seed@i@${how:+ --how $how}"
+	start_pairs "$name" "$CLOSER" "$opts" "$opts"
 	for i in $(seq $pairs); do
 		wait "${pids[$((i - 1))]}"
 		rc=$?
@@ -177,23 +190,8 @@ fi
 
 # --- kill
 if phase kill; then
-	pids=()
-	for i in $(seq $pairs); do
-		if [ "$ROLE" = a ]; then
-			inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
-				>"$WORK/kill$i.json" 2>&1 &
-			pids+=($!)
-			wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
-		fi
-	done
-	barrier kill-listening
-	if [ "$ROLE" = b ]; then
-		for i in $(seq $pairs); do
-			inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
-				--bytes 1073741824 --both >"$WORK/kill$i.json" 2>&1 &
-			pids+=($!)
-		done
-	fi
+	start_pairs kill "$XFER" "--ulp --allow-reset" \
+		"--ulp --allow-reset --bytes 1073741824 --both"
 	# the moment counts from the connection's establishment (killed before it
 	# connects, a client would leave its server waiting for nobody): in its
 	# handshake, or in its transfer
@@ -220,23 +218,9 @@ fi
 
 # --- unbind: host b's port goes away under connections and comes back
 if phase unbind; then
-	pids=()
-	for i in $(seq $pairs); do
-		if [ "$ROLE" = a ]; then
-			inns "$XFER" server "$MY_IP" $((port + i)) --ulp --allow-reset \
-				>"$WORK/unbind$i.json" 2>&1 &
-			pids+=($!)
-			wait_for 90 "server on $((port + i))" pid_listening $! $((port + i))
-		fi
-	done
-	barrier unbind-listening
+	start_pairs unbind "$XFER" "--ulp --allow-reset" \
+		"--ulp --allow-reset --bytes 4194304 --both" 0.2
 	if [ "$ROLE" = b ]; then
-		for i in $(seq $pairs); do
-			inns "$XFER" client "$PEER_IP" $((port + i)) --ulp --allow-reset \
-				--bytes 4194304 --both >"$WORK/unbind$i.json" 2>&1 &
-			pids+=($!)
-			nap 0.2
-		done
 		nap "$unbind_when"
 		port_unbind
 	fi
