@@ -13,6 +13,7 @@
 #define PIDX NTB_DEF_PEER_IDX
 
 LIST_HEAD(ntbsmc_devs);
+/* Guards ntbsmc_devs; taken before any device's lock. */
 DEFINE_MUTEX(ntbsmc_devs_lock);
 static atomic_t ntbsmc_lgr_ids = ATOMIC_INIT(0);
 
@@ -49,6 +50,7 @@ static struct ntbsmc_win_hdr __iomem *peer_hdr(struct ntbsmc_dev *dev)
 /* Posted writes reach the peer in order only up to here: flush them. */
 static void dev_flush_peer(struct ntbsmc_dev *dev)
 {
+	/* our window writes are ordered before the read that flushes them */
 	wmb();
 	ioread32(&peer_hdr(dev)->magic);
 }
@@ -89,6 +91,7 @@ void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot)
 		mine = dev->ev_tx_prod;
 		iowrite16(peer_slot, &ph->ev[dev->ev_tx_prod % NTBSMC_EV_RING]);
 		dev->ev_tx_prod++;
+		/* the entry lands before the producer that publishes it */
 		wmb();
 		iowrite32(dev->ev_tx_prod, &ph->ev_prod);
 		ring = false;
@@ -153,9 +156,12 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 				dev_event_slot(dev, slot);
 		}
 		iowrite32(dev->ev_rx_cons, &peer_hdr(dev)->ev_cons);
-		/* The peer rings only if it sees we caught up: it must see it
-		 * before we look for entries once more (see post_event). */
+		/*
+		 * The peer rings only if it sees we caught up: it must see it
+		 * before we look for entries once more (see post_event).
+		 */
 		dev_flush_peer(dev);
+		/* and our next read of its producer comes after that */
 		mb();
 	}
 	ovf = le32_to_cpu(READ_ONCE(h->ev_overflow));
@@ -257,6 +263,7 @@ static void dev_write_spads(struct ntbsmc_dev *dev, u32 epoch)
 		ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_SYSID0 + i,
 				    get_unaligned_le32(nn->sysid + 4 * i));
 	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_WIN_KB, dev->win_size >> 10);
+	/* the epoch, written last, says the other scratchpads are valid */
 	wmb();
 	ntb_peer_spad_write(ntb, PIDX, NTBSMC_SPAD_EPOCH, epoch);
 }
@@ -322,6 +329,7 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	epoch = ntb_spad_read(ntb, NTBSMC_SPAD_EPOCH);
 	if (!epoch || ntb_spad_read(ntb, NTBSMC_SPAD_MAGIC) != NTBSMC_SPAD_MAGIC_V1)
 		return;
+	/* the other scratchpads are read after the epoch that validates them */
 	rmb();
 	for (i = 0; i < 4; i++)
 		put_unaligned_le32(ntb_spad_read(ntb, NTBSMC_SPAD_SYSID0 + i),

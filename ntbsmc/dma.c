@@ -423,8 +423,10 @@ static int seg_pin(struct ntbsmc_txseg *seg, struct msghdr *msg, u32 *len)
 	return 0;
 }
 
-/* Maps the pinned pages for the engine, merging physically contiguous runs, and
- * issues one descriptor per run. False if not all of it went out. */
+/*
+ * Maps the pinned pages for the engine, merging physically contiguous runs, and
+ * issues one descriptor per run. False if not all of it went out.
+ */
 static bool seg_issue_pages(struct ntbsmc_txseg *seg)
 {
 	struct device *dmadev = seg->dma->dmadev;
@@ -578,6 +580,7 @@ static void seg_work(struct work_struct *work)
 			break;
 		seg = seg_at(conn, conn->seg_head);
 		if (seg->state == SEG_PENDING) {
+			/* pairs with the release that marks the channel terminated */
 			if (!smp_load_acquire(&seg->dma->terminated)) {
 				unsigned long now = jiffies;
 
@@ -708,7 +711,8 @@ int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc
 	if (zc) {
 		rc = seg_pin(seg, msg, &len);
 		if (rc == -EAGAIN) {
-			seg->zc = zc = false;	/* not user memory here: stage it */
+			zc = false;	/* not user memory here: stage it */
+			seg->zc = false;
 			if (!conn->stage)
 				return 0;
 		} else if (rc) {

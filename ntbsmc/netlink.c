@@ -139,11 +139,12 @@ static int put_addr(struct sk_buff *skb, int type, const struct sock *sk, bool l
 	return nla_put_in_addr(skb, type, local ? inet->inet_rcv_saddr : inet->inet_daddr);
 }
 
-/* The NTB side of a connection; it stays allocated while the caller holds
- * ntbsmc_socks_lock (see ctx_take_conn()). */
+/*
+ * The NTB side of a connection; it stays allocated while the caller holds
+ * ntbsmc_socks_lock (see ctx_take_conn()).
+ */
 static int put_conn_ntb(struct sk_buff *skb, const struct ntbsmc_conn *conn)
 {
-
 	if (nla_put_u32(skb, NTBSMC_CONN_LGR_ID, conn->dev->lgr_id) ||
 	    nla_put_string(skb, NTBSMC_CONN_DEV, conn->dev->name) ||
 	    nla_put_u32(skb, NTBSMC_CONN_RMB_SIZE, conn->rmb_size) ||
@@ -320,6 +321,7 @@ static const u16 stat_attrs[] = {
 	[NTBSMC_STAT_ZC_BYTES]		= NTBSMC_STATS_ZC_BYTES,
 	[NTBSMC_STAT_DMA_FAILED]	= NTBSMC_STATS_DMA_FAILED,
 };
+
 static_assert(ARRAY_SIZE(stat_attrs) == NTBSMC_STAT_FB_CLIENT);
 
 static int ntbsmc_nl_stats_get(struct sk_buff *skb, struct genl_info *info)

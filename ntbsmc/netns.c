@@ -8,15 +8,12 @@
 
 unsigned int ntbsmc_net_id;
 
-static int zero;
-static int one = 1;
 static int max_timeout_ms = NTBSMC_HS_TIMEOUT_MAX_MS;
 static int min_timeout_ms = 100;
 static int max_busy_poll_us = 100000;
 static int min_rmb_kb = NTBSMC_RMB_UNIT >> 10;
 static int max_rmb_kb = NTBSMC_RMB_MAX >> 10;
 static int max_idle_ms = 24 * 3600 * 1000;
-static int max_int = INT_MAX;
 static int max_hs = 65536;
 
 static const struct ctl_table ntbsmc_sysctl_template[] = {
@@ -25,8 +22,8 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &zero,
-		.extra2		= &one,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
 	},
 	{
 		.procname	= "handshake_timeout_ms",
@@ -41,7 +38,7 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &zero,
+		.extra1		= SYSCTL_ZERO,
 		.extra2		= &max_busy_poll_us,
 	},
 	{
@@ -65,23 +62,23 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &zero,
-		.extra2		= &max_int,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_INT_MAX,
 	},
 	{
 		.procname	= "zerocopy_threshold",
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &zero,
-		.extra2		= &max_int,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_INT_MAX,
 	},
 	{
 		.procname	= "max_handshakes",
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &one,
+		.extra1		= SYSCTL_ONE,
 		.extra2		= &max_hs,
 	},
 	{ }
@@ -116,7 +113,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	tbl[7].data = &nn->max_handshakes;
 	/* Like net.ipv4: a namespace's settings are its own root's to change. */
 	nn->sysctl = ntbsmc_register_net_sysctl(net, "net/ntbsmc", tbl,
-						 ARRAY_SIZE(ntbsmc_sysctl_template) - 1);
+						ARRAY_SIZE(ntbsmc_sysctl_template) - 1);
 	if (!nn->sysctl) {
 		kfree(tbl);
 		return -ENOMEM;

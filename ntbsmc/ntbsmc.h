@@ -85,8 +85,8 @@ struct ntbsmc_dev {
 	struct list_head list;		/* ntbsmc_devs, under ntbsmc_devs_lock */
 	struct ntb_dev *ntb;
 	char name[32];
-	struct net *net;		/* the namespace it serves; no reference:
-					 * moved back to init_net when it exits */
+	/* the namespace it serves; no reference: moved back to init_net when it exits */
+	struct net *net;
 	bool enabled;
 	u8 fabric_id[NTBSMC_ID_LEN];
 

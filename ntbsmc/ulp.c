@@ -259,8 +259,10 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 		if (rc == -EPROTO)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_HS_ERR, 1);
 		ctx->reason = rc == -ETIMEDOUT ? NTBSMC_REASON_TIMEOUT : NTBSMC_REASON_PROTOCOL;
-		/* The application sees a reset (or a timeout), never EPROTO:
-		 * NTBSMC_INFO tells it why. */
+		/*
+		 * The application sees a reset (or a timeout), never EPROTO:
+		 * NTBSMC_INFO tells it why.
+		 */
 		tcp_abort(sk, rc == -ETIMEDOUT ? ETIMEDOUT : ECONNRESET);
 		rc = ctx->reason;
 	}
@@ -273,13 +275,10 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 	 */
 	spin_lock_bh(&ntbsmc_socks_lock);
 	dead = ctx->dead;
-	if (dead) {
-		/* nothing */
-	} else if (rc == 0) {
-		smp_store_release(&ctx->mode, NTBSMC_MODE_NTB);	/* after ctx->conn */
-	} else {
+	if (!dead && rc == 0)	/* the mode after ctx->conn: readers acquire it */
+		smp_store_release(&ctx->mode, NTBSMC_MODE_NTB);
+	else if (!dead)
 		ctx_to_tcp(sk, ctx, rc);
-	}
 	spin_unlock_bh(&ntbsmc_socks_lock);
 	if (!dead && ctx->hs_shutdown && !sk->sk_err)
 		shutdown_locked(sk, ctx, ctx->hs_shutdown);
@@ -368,13 +367,14 @@ static void ntbsmc_build(struct sock *sk)
 {
 	const struct proto *prot = READ_ONCE(sk->sk_prot);
 
-	if (sk_fam(sk) != NTBSMC_V6 ||
+	if (sk_fam(sk) != NTBSMC_V6 ||	/* acquire: pairs with the release below */
 	    likely(prot == smp_load_acquire(&saved_tcpv6_prot)))
 		return;
 	mutex_lock(&ntbsmc_prot_lock);
 	if (prot != saved_tcpv6_prot) {
 		build_protos(ntbsmc_prots[NTBSMC_V6], &ntbsmc_proto_ops[NTBSMC_V6], prot,
 			     sk->sk_socket->ops);
+		/* the tables are complete before the pointer says so */
 		smp_store_release(&saved_tcpv6_prot, prot);
 	}
 	mutex_unlock(&ntbsmc_prot_lock);
@@ -834,8 +834,10 @@ static void ntbsmc_close(struct sock *sk, long timeout)
 			ntbsmc_conn_linger(conn, timeout);
 		ntbsmc_conn_release(conn, abort);
 	}
-	/* From here on the socket is TCP's, tables included (like kTLS); the
-	 * context is freed by ->release(). */
+	/*
+	 * From here on the socket is TCP's, tables included (like kTLS); the
+	 * context is freed by ->release().
+	 */
 	WRITE_ONCE(sk->sk_prot, tcp);
 	release_sock(sk);
 	ctx_unhook(ctx, sk);
