@@ -34,6 +34,15 @@ static const struct nla_policy dev_policy[NTBSMC_DEV_MAX + 1] = {
 	[NTBSMC_DEV_ORPHANS]		= { .type = NLA_U32 },
 	[NTBSMC_DEV_PEER_SYSID]		= { .minlen = ID_LEN, .maxlen = ID_LEN },
 	[NTBSMC_DEV_DMA_CHAN]		= { .type = NLA_STRING, .minlen = 1 },
+	[NTBSMC_DEV_DMA_DEV]		= { .type = NLA_STRING, .minlen = 1 },
+	[NTBSMC_DEV_DMA_CHOICE]		= { .type = NLA_U8 },
+};
+
+/* why the device took its DMA channel (enum ntbsmc_dma_choice) */
+static const char *const dma_choices[] = {
+	[NTBSMC_DMA_CHOICE_SWITCH]	= "switch",
+	[NTBSMC_DMA_CHOICE_NUMA]	= "numa",
+	[NTBSMC_DMA_CHOICE_ANY]		= "any",
 };
 
 static const char *const dev_states[] = {
@@ -86,6 +95,24 @@ static void print_state(const struct nlattr *a)
 	print_string(PRINT_ANY, "state", " state %s", buf);
 }
 
+/* "switch": on the NTB device's own switch; "numa": on its node; "any" */
+static void print_dma_choice(const struct nlattr *a)
+{
+	unsigned int c;
+	char buf[32];
+
+	if (!a) {
+		print_null(PRINT_JSON, "dma_choice", NULL);
+		return;
+	}
+	c = nla_get_u8(a);
+	if (c < sizeof(dma_choices) / sizeof(dma_choices[0]) && dma_choices[c])
+		snprintf(buf, sizeof(buf), "%s", dma_choices[c]);
+	else
+		snprintf(buf, sizeof(buf), "unknown(%u)", c);
+	print_string(PRINT_ANY, "dma_choice", " (%s)", buf);
+}
+
 static int dev_show_one(struct nlattr **tb, void *arg)
 {
 	struct nlattr *d[NTBSMC_DEV_MAX + 1];
@@ -122,7 +149,15 @@ static int dev_show_one(struct nlattr **tb, void *arg)
 	print_fp("\n    ");
 	/* Without a DMA channel writes are CPU copies: null in JSON, no text line. */
 	print_attr_string(d[NTBSMC_DEV_DMA_CHAN] ? PRINT_ANY : PRINT_JSON, "dma_chan",
-			  "dma %s\n    ", d[NTBSMC_DEV_DMA_CHAN]);
+			  "dma %s", d[NTBSMC_DEV_DMA_CHAN]);
+	if (d[NTBSMC_DEV_DMA_CHAN]) {
+		print_attr_string(PRINT_ANY, "dma_dev", " of %s", d[NTBSMC_DEV_DMA_DEV]);
+		print_dma_choice(d[NTBSMC_DEV_DMA_CHOICE]);
+		print_fp("\n    ");
+	} else {
+		print_null(PRINT_JSON, "dma_dev", NULL);
+		print_null(PRINT_JSON, "dma_choice", NULL);
+	}
 	/* Absent while the link is down. */
 	print_attr_hex(PRINT_ANY, "peer_sysid", "peer_sysid %s\n", d[NTBSMC_DEV_PEER_SYSID]);
 	print_close_object();

@@ -5,13 +5,15 @@
 #include <linux/dma-mapping.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/pci.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include "ntbsmc.h"
 
 /*
- * A link group's device gets one DMA_MEMCPY channel (any engine; one on the NTB
- * device's NUMA node first) and maps its outbound window for it. A connection's
+ * A link group's device gets one DMA_MEMCPY channel (an engine on the NTB
+ * device's own switch first, then one on its NUMA node, then any) and maps its
+ * outbound window for it. A connection's
  * large writes become segments: a run of the peer's buffer written by one or more
  * descriptors, from a kernel copy of the data (the staging buffer) or straight
  * from the sender's pinned pages (zero-copy). Segments retire in order in
@@ -58,6 +60,8 @@ struct ntbsmc_dma {
 	atomic_t prep_failures;		/* consecutive */
 	struct work_struct kill_work, free_work;
 	char name[32];			/* the channel's; its device may go first */
+	char devname[32];		/* the engine's device's */
+	enum ntbsmc_dma_choice choice;	/* why this channel */
 };
 
 #define DMA_KILLED		0	/* flags: dma_kill() ran or runs */
@@ -169,9 +173,81 @@ static void dma_kill_async(struct ntbsmc_dma *d)
 	queue_work(ntbsmc_dma_wq, &d->kill_work);
 }
 
-static bool dma_filter_node(struct dma_chan *chan, void *param)
+/* The PCI function a device is, or sits below (a platform engine's parent). */
+static struct pci_dev *dma_pci_dev(struct device *d)
 {
-	return dev_to_node(chan->device->dev) == *(int *)param;
+	for (; d; d = d->parent)
+		if (dev_is_pci(d))
+			return to_pci_dev(d);
+	return NULL;
+}
+
+/* The upstream port of the PCIe switch a function is below, or NULL. */
+static struct pci_dev *pci_switch_of(struct pci_dev *p)
+{
+	for (p = pci_upstream_bridge(p); p; p = pci_upstream_bridge(p))
+		if (pci_is_pcie(p) && pci_pcie_type(p) == PCI_EXP_TYPE_UPSTREAM)
+			return p;
+	return NULL;
+}
+
+/*
+ * An engine is on the NTB device's switch when it is a function of the same
+ * device (a PEX-87xx's NT port and its DMA functions can be) or below the same
+ * upstream port: its writes into the window then never leave the switch.
+ */
+static bool dma_on_switch(struct device *engine, struct pci_dev *ntb)
+{
+	struct pci_dev *p = dma_pci_dev(engine);
+	struct pci_dev *sw;
+
+	if (!p || !ntb)
+		return false;
+	if (p->bus == ntb->bus && PCI_SLOT(p->devfn) == PCI_SLOT(ntb->devfn))
+		return true;
+	sw = pci_switch_of(ntb);
+	return sw && sw == pci_switch_of(p);
+}
+
+struct dma_pref {
+	enum ntbsmc_dma_choice choice;
+	struct pci_dev *ntb;
+	int node;
+};
+
+static bool dma_filter(struct dma_chan *chan, void *param)
+{
+	const struct dma_pref *pref = param;
+	struct device *engine = chan->device->dev;
+
+	switch (pref->choice) {
+	case NTBSMC_DMA_CHOICE_SWITCH:
+		return dma_on_switch(engine, pref->ntb);
+	case NTBSMC_DMA_CHOICE_NUMA:
+		return dev_to_node(engine) == pref->node;
+	default:
+		return true;
+	}
+}
+
+/* The first DMA_MEMCPY channel in order of preference; its choice in *pref. */
+static struct dma_chan *dma_choose(struct ntbsmc_dev *dev, struct dma_pref *pref)
+{
+	struct dma_chan *chan;
+	dma_cap_mask_t mask;
+
+	dma_cap_zero(mask);
+	dma_cap_set(DMA_MEMCPY, mask);
+	pref->ntb = dev->ntb->pdev;
+	pref->node = dev_to_node(&dev->ntb->dev);
+	for (pref->choice = 0; pref->choice < __NTBSMC_DMA_CHOICE_MAX; pref->choice++) {
+		if (pref->choice == NTBSMC_DMA_CHOICE_NUMA && pref->node == NUMA_NO_NODE)
+			continue;
+		chan = dma_request_channel(mask, dma_filter, pref);
+		if (chan)
+			return chan;
+	}
+	return NULL;
 }
 
 /*
@@ -181,11 +257,11 @@ static bool dma_filter_node(struct dma_chan *chan, void *param)
 void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net)
 {
 	struct ntbsmc_dma *d = NULL;
-	struct dma_chan *chan = NULL;
-	dma_cap_mask_t mask;
+	struct dma_pref pref;
+	struct dma_chan *chan;
 	phys_addr_t pbase;
 	resource_size_t psize;
-	int node, idx;
+	int idx;
 
 	if (!READ_ONCE(ntbsmc_net(net)->dma_threshold) || rcu_access_pointer(dev->dma))
 		return;
@@ -201,14 +277,7 @@ void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net)
 	    READ_ONCE(dev->state) != NTBSMC_DEV_ACTIVE)
 		goto out;
 	dev->dma_retry = jiffies + HZ;	/* failures are not retried at once */
-	node = dev_to_node(&dev->ntb->dev);
-
-	dma_cap_zero(mask);
-	dma_cap_set(DMA_MEMCPY, mask);
-	if (node != NUMA_NO_NODE)
-		chan = dma_request_channel(mask, dma_filter_node, &node);
-	if (!chan)
-		chan = dma_request_channel(mask, NULL, NULL);
+	chan = dma_choose(dev, &pref);
 	if (!chan)
 		goto out;
 	if (ntb_peer_mw_get_addr(dev->ntb, 0, &pbase, &psize))
@@ -220,7 +289,9 @@ void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net)
 	INIT_WORK(&d->kill_work, dma_kill_work);
 	INIT_WORK(&d->free_work, dma_free_work);
 	d->chan = chan;
+	d->choice = pref.choice;
 	strscpy(d->name, dma_chan_name(chan), sizeof(d->name));
+	strscpy(d->devname, dev_name(chan->device->dev), sizeof(d->devname));
 	d->dmadev = get_device(dmaengine_get_dma_device(chan));	/* put in dma_free_work() */
 	d->peer_win_size = dev->peer_win_size;
 	/* The engine writes the peer's window: map the BAR, not struct pages. */
@@ -235,7 +306,9 @@ void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net)
 	atomic_inc(&dma_live);
 	rcu_assign_pointer(dev->dma, d);
 	dev->dma_retry = 0;
-	dev_info(&dev->ntb->dev, "ntbsmc: DMA channel %s\n", d->name);
+	dev_info(&dev->ntb->dev, "ntbsmc: DMA channel %s of %s (%s)\n", d->name, d->devname,
+		 pref.choice == NTBSMC_DMA_CHOICE_SWITCH ? "on this switch" :
+		 pref.choice == NTBSMC_DMA_CHOICE_NUMA ? "on this NUMA node" : "any");
 	goto out;
 
 err_chan:
@@ -264,20 +337,21 @@ void ntbsmc_dma_detach(struct ntbsmc_dev *dev)
 	dma_put(d);
 }
 
-const char *ntbsmc_dma_chan_name(struct ntbsmc_dev *dev, char *buf, size_t len)
+/* The device's channel, its engine and why it was chosen; false if it has none. */
+bool ntbsmc_dma_chan_info(struct ntbsmc_dev *dev, struct ntbsmc_dma_info *info)
 {
 	struct ntbsmc_dma *d;
-	const char *name = NULL;
 	int idx;
 
 	idx = srcu_read_lock(&ntbsmc_srcu);
 	d = srcu_dereference(dev->dma, &ntbsmc_srcu);
 	if (d) {
-		strscpy(buf, d->name, len);
-		name = buf;
+		strscpy(info->chan, d->name, sizeof(info->chan));
+		strscpy(info->dev, d->devname, sizeof(info->dev));
+		info->choice = d->choice;
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
-	return name;
+	return d != NULL;
 }
 
 /* ---- segments ---- */

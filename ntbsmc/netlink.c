@@ -26,10 +26,10 @@ static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
 	struct ntb_dev *ntb = dev->ntb;
 	struct nlattr *nest;
 	unsigned int units, free_units, rmbs;
-	const char *chan;
-	char buf[32];
+	struct ntbsmc_dma_info dma;
+	bool chan;
 
-	chan = ntbsmc_dma_chan_name(dev, buf, sizeof(buf));
+	chan = ntbsmc_dma_chan_info(dev, &dma);
 	spin_lock_irq(&dev->slot_lock);
 	units = dev->nslots;
 	free_units = dev->free_units;
@@ -56,7 +56,9 @@ static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
 	    nla_put_u32(skb, NTBSMC_DEV_ORPHANS, atomic_read(&dev->orphans)) ||
 	    (dev->state != NTBSMC_DEV_DOWN &&
 	     nla_put(skb, NTBSMC_DEV_PEER_SYSID, NTBSMC_ID_LEN, dev->peer_sysid)) ||
-	    (chan && nla_put_string(skb, NTBSMC_DEV_DMA_CHAN, chan))) {
+	    (chan && (nla_put_string(skb, NTBSMC_DEV_DMA_CHAN, dma.chan) ||
+		      nla_put_string(skb, NTBSMC_DEV_DMA_DEV, dma.dev) ||
+		      nla_put_u8(skb, NTBSMC_DEV_DMA_CHOICE, dma.choice)))) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}

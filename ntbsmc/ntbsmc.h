@@ -272,7 +272,12 @@ int ntbsmc_dma_init(void);
 void ntbsmc_dma_exit(void);
 void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net);
 void ntbsmc_dma_detach(struct ntbsmc_dev *dev);
-const char *ntbsmc_dma_chan_name(struct ntbsmc_dev *dev, char *buf, size_t len);
+struct ntbsmc_dma_info {
+	char chan[32];
+	char dev[32];
+	enum ntbsmc_dma_choice choice;
+};
+bool ntbsmc_dma_chan_info(struct ntbsmc_dev *dev, struct ntbsmc_dma_info *info);
 enum ntbsmc_tx_path ntbsmc_dma_path(struct sock *sk, struct ntbsmc_conn *conn,
 				    struct msghdr *msg, size_t len);
 int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc);

@@ -155,6 +155,8 @@ static void queue_dev(const struct nlmsghdr *req, const char *name, bool up)
 	if (up) {
 		nla_put(msg, NTBSMC_DEV_PEER_SYSID, 16, peer);
 		nla_put_string(msg, NTBSMC_DEV_DMA_CHAN, "dma0chan0");
+		nla_put_string(msg, NTBSMC_DEV_DMA_DEV, "0000:03:00.1");
+		nla_put_u8(msg, NTBSMC_DEV_DMA_CHOICE, NTBSMC_DMA_CHOICE_SWITCH);
 	}
 	nla_nest_end(msg, nest);
 	queue(msg);

@@ -13,6 +13,11 @@
  *               of the descriptors run, the CPU time spent copying them (what a
  *               hardware engine takes off the CPUs) and in the clients' callbacks
  *
+ *   on_pci      (at load) a second engine, "soft_dma.1", below this PCI device
+ *               (e.g. 0000:00:04.0, an NTB port), as a switch's own DMA function
+ *               sits beside its NT port: clients that prefer an engine on their
+ *               device's switch find it there
+ *
  * The channels belong to a platform device the module creates; unbinding it
  * (echo soft_dma > /sys/bus/platform/drivers/soft_dma/unbind) is the engine going
  * away under its clients, as when a hardware engine's driver is removed: queued
@@ -27,6 +32,7 @@
 
 #include <linux/module.h>
 #include <linux/platform_device.h>
+#include <linux/pci.h>
 #include <linux/dmaengine.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-direct.h>
@@ -44,6 +50,10 @@
 #define MMIO_CACHE	64
 #define RING		2048		/* descriptors per channel, like a hardware ring */
 #define RAM_RANGES	32		/* System RAM ranges remembered */
+
+static char *on_pci;
+module_param(on_pci, charp, 0444);
+MODULE_PARM_DESC(on_pci, "Also create an engine (soft_dma.1) below this PCI device, as a switch's DMA function beside its NT port");
 
 static unsigned int nr_channels = 4;
 module_param(nr_channels, uint, 0444);
@@ -583,7 +593,24 @@ static struct platform_driver sdma_driver = {
 	.remove = sdma_remove,
 };
 
-static struct platform_device *sdma_pdev;
+static struct platform_device *sdma_pdev, *sdma_pdev_pci;
+
+/* The engine below PCI device @name: registered after the first, so found second. */
+static int sdma_add_on_pci(const char *name)
+{
+	struct platform_device_info info = { .name = DRV_NAME, .id = 1 };
+	struct device *parent;
+
+	parent = bus_find_device_by_name(&pci_bus_type, NULL, name);
+	if (!parent) {
+		pr_err(DRV_NAME ": on_pci=%s: no such PCI device\n", name);
+		return -ENODEV;
+	}
+	info.parent = parent;
+	sdma_pdev_pci = platform_device_register_full(&info);
+	put_device(parent);	/* the child holds its parent */
+	return PTR_ERR_OR_ZERO(sdma_pdev_pci);
+}
 
 static int __init sdma_init(void)
 {
@@ -602,8 +629,15 @@ static int __init sdma_init(void)
 		rc = PTR_ERR(sdma_pdev);
 		goto err_drv;
 	}
+	if (on_pci && *on_pci) {
+		rc = sdma_add_on_pci(on_pci);
+		if (rc)
+			goto err_pdev;
+	}
 	return 0;
 
+err_pdev:
+	platform_device_unregister(sdma_pdev);
 err_drv:
 	platform_driver_unregister(&sdma_driver);
 err_wq:
@@ -613,6 +647,8 @@ err_wq:
 
 static void __exit sdma_exit(void)
 {
+	if (!IS_ERR_OR_NULL(sdma_pdev_pci))
+		platform_device_unregister(sdma_pdev_pci);
 	platform_device_unregister(sdma_pdev);
 	platform_driver_unregister(&sdma_driver);
 	destroy_workqueue(sdma_wq);

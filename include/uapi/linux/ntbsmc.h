@@ -204,6 +204,9 @@ enum ntbsmc_attr {
  * @NTBSMC_DEV_RMB_FREE: u32, of those, bytes not in use
  * @NTBSMC_DEV_ORPHANS: u32, connections whose socket closed while their buffer
  *	waits for the peer to close its end (or for the link to go down)
+ * @NTBSMC_DEV_DMA_DEV: string, the device of the DMA engine of
+ *	@NTBSMC_DEV_DMA_CHAN (a PCI name for plx_dma, ioatdma)
+ * @NTBSMC_DEV_DMA_CHOICE: u8, why that channel: enum ntbsmc_dma_choice
  */
 enum ntbsmc_dev_attr {
 	NTBSMC_DEV_UNSPEC,
@@ -224,10 +227,26 @@ enum ntbsmc_dev_attr {
 	NTBSMC_DEV_RMB_SPACE,
 	NTBSMC_DEV_RMB_FREE,
 	NTBSMC_DEV_ORPHANS,
+	NTBSMC_DEV_DMA_DEV,
+	NTBSMC_DEV_DMA_CHOICE,
 
 	__NTBSMC_DEV_MAX
 };
 #define NTBSMC_DEV_MAX (__NTBSMC_DEV_MAX - 1)
+
+/*
+ * NTBSMC_DEV_DMA_CHOICE values: a device takes the first DMA_MEMCPY channel
+ * found in this order of preference.
+ */
+enum ntbsmc_dma_choice {
+	NTBSMC_DMA_CHOICE_SWITCH,	/* the engine is on the NTB device's own
+					 * switch (a PEX-87xx's plx_dma beside its
+					 * NT port): its writes stay in the switch */
+	NTBSMC_DMA_CHOICE_NUMA,		/* on the NTB device's NUMA node */
+	NTBSMC_DMA_CHOICE_ANY,		/* any other */
+
+	__NTBSMC_DMA_CHOICE_MAX
+};
 
 /* NTBSMC_DEV_STATE values */
 enum ntbsmc_dev_state_uapi {
