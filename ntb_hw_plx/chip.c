@@ -535,6 +535,20 @@ static u64 plx_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
 	return w ? 1 : 0;
 }
 
+/* Doorbells that came before the link was reported up: unmasked, they fire again. */
+static void release_held(struct plx_ntb *plx)
+{
+	unsigned long flags;
+	u16 unmask;
+
+	spin_lock_irqsave(&plx->db_lock, flags);
+	unmask = plx->db_held & ~plx->db_mask;
+	plx->db_held = 0;
+	if (unmask && !plx->dead)
+		our_wr(plx, db_reg_mask_clear(plx), unmask);
+	spin_unlock_irqrestore(&plx->db_lock, flags);
+}
+
 /**
  * plx_ntb_check_link() - tells the clients of a link change
  * @plx: the port
@@ -549,18 +563,22 @@ void plx_ntb_check_link(struct plx_ntb *plx)
 	bool up = plx_link_is_up(&plx->ntb, NULL, NULL);
 
 	mutex_lock(&plx->cfg_lock);
-	if (!up) {
+	if (!up && plx->link_up) {
+		/* lost: whatever reset the link reset the link side too */
 		WRITE_ONCE(plx->reinit, true);
-	} else if (READ_ONCE(plx->reinit)) {
+	} else if (up && READ_ONCE(plx->reinit)) {
 		plx_ntb_setup(plx);
 		WRITE_ONCE(plx->reinit, false);
+		dev_info(plx->dev, "link back, chip set up again\n");
 	}
 	mutex_unlock(&plx->cfg_lock);
 	if (up != plx->link_up) {
-		plx->link_up = up;
+		WRITE_ONCE(plx->link_up, up);
 		dev_info(plx->dev, "link %s\n", up ? "up" : "down");
 		ntb_link_event(&plx->ntb);
 	}
+	if (up)
+		release_held(plx);
 }
 EXPORT_SYMBOL_GPL(plx_ntb_check_link);
 
@@ -570,11 +588,13 @@ EXPORT_SYMBOL_GPL(plx_ntb_check_link);
  *
  * INTx is level-triggered and stays asserted while an unmasked doorbell is
  * pending, so the bits reported are masked until the client clears them
- * (plx_db_clear()); the client's own mask is kept apart. Hard-IRQ context.
+ * (plx_db_clear()); the client's own mask is kept apart. Any context: a
+ * backend calls it from its interrupt handler, a model from an irq_work.
  */
 irqreturn_t plx_ntb_isr(struct plx_ntb *plx)
 {
 	irqreturn_t ret = IRQ_NONE;
+	unsigned long flags;
 	u32 raw, err = 0;
 	u16 bits = 0;
 
@@ -582,17 +602,28 @@ irqreturn_t plx_ntb_isr(struct plx_ntb *plx)
 	 * Under db_lock throughout: plx_ntb_uninit() sets dead under it and
 	 * then cancels the link work, so no ISR queues the work after that.
 	 */
-	spin_lock(&plx->db_lock);
+	spin_lock_irqsave(&plx->db_lock, flags);
 	if (plx->dead)
 		goto out;
 	raw = our_rd(plx, db_reg_set(plx));
 	if (all_ones(raw))
 		goto out;	/* surprise removal: the link work sees it */
-	bits = raw & PLX_DB_MASK & ~(plx->db_mask | plx->db_irq_masked);
+	bits = raw & PLX_DB_MASK & ~(plx->db_mask | plx->db_irq_masked | plx->db_held);
 	if (bits) {
-		plx->db_irq_masked |= bits;
 		our_wr(plx, db_reg_mask_set(plx), bits);
 		ret = IRQ_HANDLED;
+		/*
+		 * A doorbell crossed the link, so it is up: the clients hear of
+		 * the link first (ntb_perf drops a command from a peer it does
+		 * not see up), the doorbell once plx_ntb_check_link() told them.
+		 */
+		if (!READ_ONCE(plx->link_up)) {
+			plx->db_held |= bits;
+			mod_delayed_work(system_wq, &plx->link_work, 0);
+			bits = 0;
+		} else {
+			plx->db_irq_masked |= bits;
+		}
 	}
 	/* the Link Interface has no link-error registers */
 	if (!plx->link_side)
@@ -607,7 +638,7 @@ irqreturn_t plx_ntb_isr(struct plx_ntb *plx)
 		ret = IRQ_HANDLED;
 	}
 out:
-	spin_unlock(&plx->db_lock);
+	spin_unlock_irqrestore(&plx->db_lock, flags);
 
 	if (err & PLX_LINK_ERR_CORR && !all_ones(err))
 		dev_warn_ratelimited(plx->dev, "correctable link error\n");
@@ -622,6 +653,11 @@ out:
 }
 EXPORT_SYMBOL_GPL(plx_ntb_isr);
 
+/*
+ * NTB-to-Root-Port: the Virtual Interface is port 0, the Link Interface 1.
+ * B2B: two Virtual Interfaces, alike: both are port 0, as on other two-port
+ * hardware without unique numbers (ntb_perf pairs its scratchpads by them).
+ */
 static int plx_port_number(struct ntb_dev *ntb)
 {
 	return ntb_to_plx(ntb)->link_side ? 1 : 0;
@@ -634,9 +670,11 @@ static int plx_peer_port_count(struct ntb_dev *ntb)
 
 static int plx_peer_port_number(struct ntb_dev *ntb, int pidx)
 {
+	struct plx_ntb *plx = ntb_to_plx(ntb);
+
 	if (pidx != 0)
 		return -EINVAL;
-	return ntb_to_plx(ntb)->link_side ? 0 : 1;
+	return b2b(plx) || plx->link_side ? 0 : 1;
 }
 
 static int plx_peer_port_idx(struct ntb_dev *ntb, int port)
@@ -858,7 +896,7 @@ static int plx_db_clear_mask(struct ntb_dev *ntb, u64 db_bits)
 		return -EINVAL;
 	spin_lock_irqsave(&plx->db_lock, flags);
 	plx->db_mask &= ~db_bits;
-	unmask = db_bits & ~plx->db_irq_masked;
+	unmask = db_bits & ~(plx->db_irq_masked | plx->db_held);
 	if (unmask)
 		our_wr(plx, db_reg_mask_clear(plx), unmask);
 	spin_unlock_irqrestore(&plx->db_lock, flags);

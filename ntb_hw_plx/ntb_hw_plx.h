@@ -152,10 +152,14 @@ struct plx_ntb {
 	u32 spad_off1, spad_off2;		/* ours (BAR0 offsets) */
 	u32 spad_offp1, spad_offp2;		/* the peer's */
 
-	/* db_lock: the client's mask, and the bits the ISR masked until cleared */
+	/*
+	 * db_lock: the client's mask; the bits the ISR masked until the client
+	 * clears them; those it holds, masked, until the link is reported up.
+	 */
 	spinlock_t db_lock;
 	u16 db_mask;
 	u16 db_irq_masked;
+	u16 db_held;
 	bool dead;			/* uninit: the ISR does nothing */
 
 	/*
