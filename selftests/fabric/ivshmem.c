@@ -57,69 +57,13 @@
 #include <linux/spinlock.h>
 #include <linux/bitmap.h>
 
-/* 6.11 renamed CONFIG_DMA_OPS to CONFIG_ARCH_HAS_DMA_OPS */
-#if !IS_ENABLED(CONFIG_DMA_OPS) && !IS_ENABLED(CONFIG_ARCH_HAS_DMA_OPS)
-#error "ntb_hw_ivshmem needs dma_map_ops (x86: CONFIG_GART_IOMMU)"
-#endif
+#include "ivshmem.h"
 
-#define DRV_NAME "ntb_hw_ivshmem"
-
-/* ivshmem BAR0 registers */
-#define IVSHMEM_INTRMASK	0x00
-#define IVSHMEM_INTRSTATUS	0x04
-#define IVSHMEM_IVPOSITION	0x08
-#define IVSHMEM_DOORBELL	0x0c
-
-/* Fabric header, written by the ivshmem server (selftests/vm/ivshmem-server.c) */
-#define FABRIC_MAGIC		0x4e54424d	/* "NTBM" */
-#define FABRIC_LAYOUT		1
-#define FABRIC_ID_LEN		16
-
-struct fabric_hdr {
-	__le32 magic;
-	__le32 layout;
-	__le64 size;
-	u8 fabric_id[FABRIC_ID_LEN];
-	__le32 max_peers;
-	__le32 vectors;
-};
-
-#define CTRL_OFFSET		0x1000
-#define CTRL_SIZE		0x1000
-#define DB_MAX			64
-#define SPAD_MAX		64
-#define MW_MAX			4
-
-/*
- * One side's control block. Everything but spad[] is written only by the side that
- * owns the block; spad[] is also written by the peer (ntb_peer_spad_write), with
- * plain 32-bit stores, never read-modify-write. Once the owner's VM is gone the
- * ivshmem server clears present and link_en and bumps event (the offsets are in
- * selftests/vm/ivshmem-server.c).
- */
-struct side_ctrl {
-	__le32 present;		/* driver bound and serving */
-	__le32 link_en;		/* ntb_link_enable() called */
-	__le32 gen;		/* bumped at every probe: peer sees a reboot */
-	__le32 heartbeat;	/* bumped every heartbeat period */
-	__le32 event;		/* bumped on any link-relevant change */
-	__le32 pad[3];
-	__le32 ring[DB_MAX];	/* doorbell rings towards the peer, per bit */
-	__le32 spad[SPAD_MAX];
-};
-
-static_assert(sizeof(struct fabric_hdr) == 40);
-static_assert(sizeof(struct side_ctrl) <= CTRL_SIZE);
-static_assert(offsetof(struct side_ctrl, present) == 0 &&
-	      offsetof(struct side_ctrl, link_en) == 4 &&
-	      offsetof(struct side_ctrl, event) == 16);
-static_assert(CTRL_OFFSET + 2 * CTRL_SIZE <= (1 << 20));
-
-enum { PROFILE_DEFAULT, PROFILE_PEX8749 };
+enum { PROFILE_DEFAULT, PROFILE_PEX8749, PROFILE_PLX };
 
 static char *profile = "default";
 module_param(profile, charp, 0444);
-MODULE_PARM_DESC(profile, "Device limits: default or pex8749 (16 doorbells, 1 vector, 8 scratchpads, translation alignment = window size)");
+MODULE_PARM_DESC(profile, "Device limits: default, pex8749 (16 doorbells, 1 vector, 8 scratchpads, translation alignment = window size) or plx (a register-level model of a PEX-87xx NT port under ntb_hw_plx)");
 
 static unsigned int mw_count = 2;
 module_param(mw_count, uint, 0444);
@@ -133,75 +77,11 @@ static unsigned int link_timeout_ms = 5000;
 module_param(link_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(link_timeout_ms, "Link goes down when the peer's heartbeat stalls this long: a hung peer (100-60000, default 5000)");
 
-struct ivs_limits {
-	unsigned int db_count;
-	unsigned int spad_count;
-	unsigned int max_vectors;
-	bool align_to_window;
-};
-
 static const struct ivs_limits ivs_profiles[] = {
 	[PROFILE_DEFAULT] = { .db_count = 32, .spad_count = 16, .max_vectors = 4 },
 	[PROFILE_PEX8749] = { .db_count = 16, .spad_count = 8, .max_vectors = 1,
 			      .align_to_window = true },
 };
-
-struct ivs_dev;
-
-struct ivs_vec {
-	struct ivs_dev *ivs;
-	unsigned int vec;
-};
-
-struct ivs_dev {
-	struct ntb_dev ntb;
-	struct pci_dev *pdev;
-	struct ivs_limits lim;
-	u8 fabric_id[FABRIC_ID_LEN];
-
-	void __iomem *regs;		/* BAR0 */
-	phys_addr_t shm_phys;		/* BAR2 */
-	resource_size_t shm_size;
-	resource_size_t mw_size;
-	void *ctrl_area;		/* slot 0, mapped write-back */
-	struct side_ctrl *self;
-	struct side_ctrl *peer;
-	void *inbound;			/* our inbound windows, mapped write-back */
-	phys_addr_t inbound_phys;
-	u32 side, peer_id;
-	unsigned int nvec;
-	struct ivs_vec vecs[DB_MAX];
-
-	/* Fabric identity for clients: the "ntb-fabric-id" property of pdev */
-	struct property_entry props[2];
-	struct software_node swnode;
-
-	/* Doorbells: ring_lock serialises our ring[] counters. */
-	spinlock_t ring_lock;
-	spinlock_t db_lock;		/* protects the four fields below */
-	u64 db_pending;
-	u64 db_mask;
-	u32 db_seen[DB_MAX];
-	u32 event_seen;
-	struct irq_work db_redeliver;
-
-	/* Memory windows handed out by ivs_dma_alloc() and translated by clients */
-	struct mutex mw_lock;
-	unsigned long mw_alloced;
-	dma_addr_t mw_xlat[MW_MAX];
-
-	/* Link state, updated only by link_work */
-	struct delayed_work link_work;
-	bool link_enabled;
-	bool link_up;
-	bool removing;
-	u32 peer_hb, peer_gen;
-	unsigned long peer_hb_seen;	/* jiffies when peer_hb last changed */
-	unsigned long last_check;	/* jiffies of the last link_work run */
-	unsigned long ready_since;	/* jiffies since both ends ready, 0: not */
-};
-
-#define ntb_ivs(__ntb) container_of(__ntb, struct ivs_dev, ntb)
 
 static unsigned int link_timeout(void)
 {
@@ -219,16 +99,6 @@ static unsigned long hb_period(void)
 	return msecs_to_jiffies(link_timeout() / 10);
 }
 
-static inline u32 shm_read(const __le32 *p)
-{
-	return le32_to_cpu(READ_ONCE(*p));
-}
-
-static inline void shm_write(__le32 *p, u32 v)
-{
-	WRITE_ONCE(*p, cpu_to_le32(v));
-}
-
 static u64 ivs_db_valid(struct ivs_dev *ivs)
 {
 	return GENMASK_ULL(ivs->lim.db_count - 1, 0);
@@ -244,7 +114,7 @@ static u64 ivs_vector_mask(struct ivs_dev *ivs, unsigned int vec)
 	return mask;
 }
 
-static void ivs_kick_peer(struct ivs_dev *ivs, unsigned int vec)
+void ivs_kick_peer(struct ivs_dev *ivs, unsigned int vec)
 {
 	/* The stores the peer must see (payload, ring counters) precede the kick. */
 	wmb();
@@ -266,6 +136,9 @@ static void ivs_link_report(struct ivs_dev *ivs, bool up)
 	if (xchg(&ivs->link_up, up) == up)
 		return;
 	dev_info(&ivs->pdev->dev, "link %s\n", up ? "up" : "down");
+	/* the model's driver polls the link, as on its hardware */
+	if (ivs->model)
+		return;
 	ntb_link_event(&ivs->ntb);
 	/* Doorbells the peer rang while our side was still training. */
 	if (up)
@@ -282,6 +155,7 @@ static void ivs_link_up_by_doorbell(struct ivs_dev *ivs)
 	unsigned long since = READ_ONCE(ivs->ready_since);
 
 	if (READ_ONCE(ivs->link_up) || READ_ONCE(ivs->removing) ||
+	    READ_ONCE(ivs->link_held) ||
 	    !READ_ONCE(ivs->link_enabled) || !shm_read(&ivs->peer->present) ||
 	    !shm_read(&ivs->peer->link_en) || !since ||
 	    time_before(jiffies, since + msecs_to_jiffies(link_train_ms)))
@@ -325,9 +199,9 @@ static void ivs_link_work(struct work_struct *work)
 	alive = present &&
 		time_before(jiffies, ivs->peer_hb_seen + 7 * hb_period());
 	up = alive && en && READ_ONCE(ivs->link_enabled) &&
-	     !READ_ONCE(ivs->removing);
+	     !READ_ONCE(ivs->link_held) && !READ_ONCE(ivs->removing);
 
-	if (bounced && up && xchg(&ivs->link_up, false))
+	if (bounced && up && xchg(&ivs->link_up, false) && !ivs->model)
 		ntb_link_event(&ivs->ntb);
 	/*
 	 * Training: up is reported once both ends have been ready link_train_ms.
@@ -365,15 +239,22 @@ static u64 ivs_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
 	return up;
 }
 
-static int ivs_link_set(struct ivs_dev *ivs, bool enable)
+int ivs_link_set(struct ivs_dev *ivs, bool enable)
 {
 	WRITE_ONCE(ivs->link_enabled, enable);
 	if (READ_ONCE(ivs->removing))
 		return 0;
-	shm_write(&ivs->self->link_en, enable);
+	shm_write(&ivs->self->link_en, enable && !READ_ONCE(ivs->link_held));
 	ivs_publish_event(ivs);
 	mod_delayed_work(system_wq, &ivs->link_work, 0);
 	return 0;
+}
+
+/* The model holds the link down (a DL_Down, a device gone), both ends see it. */
+void ivs_link_hold(struct ivs_dev *ivs, bool hold)
+{
+	WRITE_ONCE(ivs->link_held, hold);
+	ivs_link_set(ivs, READ_ONCE(ivs->link_enabled));
 }
 
 static int ivs_link_enable(struct ntb_dev *ntb, enum ntb_speed max_speed,
@@ -389,7 +270,7 @@ static int ivs_link_disable(struct ntb_dev *ntb)
 
 /* ---- memory windows ---- */
 
-static resource_size_t ivs_mw_offset(struct ivs_dev *ivs, u32 side, int widx)
+resource_size_t ivs_mw_offset(struct ivs_dev *ivs, u32 side, int widx)
 {
 	return ivs->mw_size * (1 + side * mw_count + widx);
 }
@@ -520,7 +401,10 @@ static irqreturn_t ivs_isr(int irq, void *data)
 			mod_delayed_work(system_wq, &ivs->link_work, 0);
 		}
 	}
-	ivs_db_deliver(ivs, vec, true);
+	if (ivs->model)
+		ivs_plx_model_irq(ivs);
+	else
+		ivs_db_deliver(ivs, vec, true);
 	return IRQ_HANDLED;
 }
 
@@ -838,6 +722,10 @@ static ssize_t profile_show(struct device *dev, struct device_attribute *attr,
 {
 	struct ivs_dev *ivs = dev_get_drvdata(dev);
 
+	if (ivs->model)
+		return sysfs_emit(buf,
+				  "plx mw=%u mw_size=%pa db=16 vectors=1 spad=12 align=window\n",
+				  mw_count, &ivs->mw_size);
 	return sysfs_emit(buf, "%s mw=%u mw_size=%pa db=%u vectors=%u spad=%u align=%s\n",
 			  ivs->lim.align_to_window ? "pex8749" : "default",
 			  mw_count, &ivs->mw_size, ivs->lim.db_count, ivs->nvec,
@@ -957,7 +845,7 @@ static int ivs_parse_profile(struct ivs_limits *lim)
 {
 	if (sysfs_streq(profile, "default"))
 		*lim = ivs_profiles[PROFILE_DEFAULT];
-	else if (sysfs_streq(profile, "pex8749"))
+	else if (sysfs_streq(profile, "pex8749") || sysfs_streq(profile, "plx"))
 		*lim = ivs_profiles[PROFILE_PEX8749];
 	else
 		return -EINVAL;
@@ -978,7 +866,12 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (!ivs)
 		return -ENOMEM;
 	if (ivs_parse_profile(&ivs->lim)) {
-		dev_err(&pdev->dev, "unknown profile '%s' (default, pex8749)\n", profile);
+		dev_err(&pdev->dev, "unknown profile '%s' (default, pex8749, plx)\n", profile);
+		return -EINVAL;
+	}
+	if (sysfs_streq(profile, "plx") && mw_count != 2) {
+		/* BAR2 and the B2B window BAR4, each with one window's memory */
+		dev_err(&pdev->dev, "profile plx needs mw_count=2\n");
 		return -EINVAL;
 	}
 	ivs->pdev = pdev;
@@ -1058,10 +951,15 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	ivs_side_start(ivs);
 	/* Clients bound here may enable the link; link_work starts below. */
-	rc = ntb_register_device(&ivs->ntb);
+	if (sysfs_streq(profile, "plx"))
+		rc = ivs_plx_model_create(ivs);
+	else
+		rc = ntb_register_device(&ivs->ntb);
 	if (rc)
 		goto err_stop;
 	mod_delayed_work(system_wq, &ivs->link_work, 0);
+	if (ivs->model)
+		return 0;
 
 	dev_info(&pdev->dev,
 		 "NTB port %u of fabric %*phN: %s profile, %u x %pa windows, %u doorbells on %u vectors, %u scratchpads\n",
@@ -1099,7 +997,10 @@ static void ivs_remove(struct pci_dev *pdev)
 	dev_info(&pdev->dev, "port %u leaving the link\n", ivs->side);
 	mod_delayed_work(system_wq, &ivs->link_work, 0);
 	flush_delayed_work(&ivs->link_work);
-	ntb_unregister_device(&ivs->ntb);
+	if (ivs->model)
+		ivs_plx_model_destroy(ivs);
+	else
+		ntb_unregister_device(&ivs->ntb);
 	for (i = 0; i < ivs->nvec; i++)
 		free_irq(pci_irq_vector(pdev, i), &ivs->vecs[i]);
 	irq_work_sync(&ivs->db_redeliver);

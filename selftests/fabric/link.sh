@@ -40,6 +40,16 @@ case "${IVS_PARAMS:-}" in
 	[ $(($(cat "$T/db_valid_mask"))) = $((0xffff)) ] || fail "db_valid_mask $(cat "$T/db_valid_mask")"
 	[ -e "$T/msg0" ] && fail "pex8749 profile must have no message registers"
 	;;
+*plx*)
+	# the register model under ntb_hw_plx: what the driver makes of the chip
+	for want in plx db=16 vectors=1 spad=12 align=window; do
+		echo "$prof" | grep -qw "$want" || fail "plx profile lacks $want: $prof"
+	done
+	[ $(($(cat "$T/db_valid_mask"))) = $((0xffff)) ] || fail "db_valid_mask $(cat "$T/db_valid_mask")"
+	spads=("$T"/spad*)
+	[ ${#spads[@]} = 12 ] || fail "${#spads[@]} scratchpads, ntb_hw_plx gives 12 in B2B mode"
+	[ -e "$T/msg0" ] && fail "a PEX-87xx has no message registers"
+	;;
 esac
 
 run sh -c "echo Y >$T/link"
