@@ -16,11 +16,13 @@
 # The guests run Linux 6.1 (Debian 12's series) unless named otherwise: VM b of the
 # two-VM boot runs 6.12 (Debian 13's), so that its hosts are a mixed pair, as in a
 # cluster upgraded one host at a time. The one VM's ports have the default device
-# profile, the two VMs' the PEX-8749's (the target's doorbells, vector,
-# scratchpads and alignment). Each boot's TAP names say its profile and kernels.
-# NTBSMC_SERIES2= (empty) runs all on 6.1. NTBSMC_BOOTS also knows onevm-pex8749
-# (the PEX-8749 profile in one VM, on the second series), which make check no
-# longer boots: the two VMs run all of its tests on that profile.
+# profile; the two VMs' are PEX-87xx NT ports (profile plx: a register-level
+# model of the chip, driven by ntb_hw_plx, the driver for the target's
+# hardware), so that everything the two VMs run, runs on that driver. Each
+# boot's TAP names say its profile and kernels. NTBSMC_SERIES2= (empty) runs
+# all on 6.1. NTBSMC_BOOTS also knows onevm-pex8749 (ntb_hw_ivshmem's own
+# PEX-8749 limits in one VM, on the second series) and onevm-plx (the model in
+# one VM), which make check does not boot.
 #
 # Guest logs stay in selftests/output/<time>/ (selftests/output/latest).
 set -u
@@ -51,14 +53,17 @@ mapfile -t TESTS < <(make -s -C "$REPO/selftests" list)
 # both need it. One VM: the flood, the storm and the stress tier load one
 # kernel's handshakes, hostile and faults inject faults into one host's own
 # paths (its window writer, its DMA engine), buffers counts one host's receive
-# buffers, and close races each copy path's last writes against the close (the
-# longest test). Two VMs, a 6.1 and a 6.12 sender: the fabric's clients, the
-# unmodified programs and the copy paths. Both: link, basic, sockets,
+# buffers, close races each copy path's last writes against the close (the
+# longest test), and choice needs a port with a DMA engine beside it and one
+# without in one kernel. Two VMs, a 6.1 and a 6.12 sender: the fabric's clients, the
+# unmodified programs, the copy paths, ntb_hw_plx's KUnit suite (once per
+# kernel: 6.1 and 6.12) and the DL_Down of its modelled port. Both: link, basic, sockets,
 # fallback. So the two chains of boots take about as long.
 ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/stress.sh ulp/hostile.sh dma/faults.sh
-	    ulp/buffers.sh ulp/close.sh)
+	    ulp/buffers.sh ulp/close.sh dma/choice.sh)
 TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
-	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh)
+	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh
+	    plx/kunit.sh plx/dl_down.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
 	read -r -a TESTS <<<"$NTBSMC_TESTS"
@@ -255,14 +260,14 @@ pkg_boot() {
 # kernel series); at the end VM b dies and VM a must see the link go down within
 # the link timeout.
 twovm_boot() {
-	local t0 ms deadline boot=twovm-pex8749-6.1
+	local t0 ms deadline boot=twovm-plx-6.1
 	if [ -n "$KBUILD2" ]; then
-		boot=twovm-pex8749-6.1-$SERIES2
+		boot=twovm-plx-6.1-$SERIES2
 		KIMAGE_b=$KIMAGE2 KBUILD_b=$KBUILD2 MODDIR_b=$MODDIR2
 	fi
 	RUN=$TOP/$boot
 	mkdir -p "$RUN"
-	IVS_PARAMS="profile=pex8749"
+	IVS_PARAMS="profile=plx"
 	echo "# booting two VMs ($boot)"
 	vm_server fabric || { record "not ok $boot/ivshmem_server"; return; }
 	local tests
@@ -338,7 +343,7 @@ host_tests
 # and the two VMs followed by the packages' boot. About four vCPUs on the host's
 # two CPUs at a time.
 (
-	for profile in default pex8749; do
+	for profile in default pex8749 plx; do
 		case " $BOOTS " in *" onevm-$profile "*) (onevm_boot "$profile") ;; esac
 	done
 ) &

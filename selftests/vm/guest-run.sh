@@ -45,7 +45,11 @@ ivshmem_here() {
 ivs=$MODDIR/selftests/fabric/ntb_hw_ivshmem.ko
 if [ -n "${IVS_PARAMS:-}" ] ||
    { [ "$(ntb_ports)" = 0 ] && [ -e "$ivs" ] && ivshmem_here; }; then
-	# make check's guests (IVS_PARAMS) must have the fabric: no skipping there
+	# make check's guests (IVS_PARAMS) must have the fabric: no skipping there;
+	# its plx profile is a PEX-87xx model under the tree's ntb_hw_plx
+	case " ${IVS_PARAMS:-} " in
+	*" profile=plx "*) insmod "$MODDIR/ntb_hw_plx/ntb_hw_plx.ko" || exit 1 ;;
+	esac
 	# shellcheck disable=SC2086
 	insmod "$ivs" ${IVS_PARAMS:-} || exit 1
 	wait_for 60 "$nports NTB port(s)" test "$(ntb_ports)" -ge "$nports"
