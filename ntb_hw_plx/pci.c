@@ -208,3 +208,4 @@ module_exit(plx_pci_exit);
 MODULE_DESCRIPTION("NTB hardware driver for the NT ports of Broadcom/PLX PEX-87xx switches");
 MODULE_AUTHOR("ntbsmc developers");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(NTBSMC_VERSION);

@@ -32,6 +32,11 @@ check "module from DKMS: $path" has "$path" /updates/dkms/ntbsmc.ko
 check "module version $(cat /sys/module/ntbsmc/version 2>&1), want $want" \
 	[ "$(cat /sys/module/ntbsmc/version 2>/dev/null)" = "$want" ]
 check "ntbsmc -V: $($NTBSMC_CLI -V 2>&1)" has "$($NTBSMC_CLI -V 2>&1)" "version $want "
+# the package's NTB hardware driver for PEX-87xx NT ports, built by DKMS too
+plx=$(modinfo -n ntb_hw_plx 2>&1)
+check "ntb_hw_plx from DKMS: $plx" has "$plx" /updates/dkms/ntb_hw_plx.ko
+check "ntb_hw_plx version $(modinfo -F version ntb_hw_plx 2>&1), want $want" \
+	[ "$(modinfo -F version ntb_hw_plx 2>/dev/null)" = "$want" ]
 
 ulp_wait_active
 port=6900

@@ -65,7 +65,8 @@ pkg_up() {
 	make -s -C "$KBUILD" INSTALL_MOD_PATH="$PKG_ROOT" modules_install >"$RUN/dkms.log" 2>&1
 	if pkg_in dkms install "ntbsmc/$PKG_VERSION" -k "$kver" --kernelsourcedir "$KBUILD" \
 		>>"$RUN/dkms.log" 2>&1 &&
-	   [ -e "$PKG_ROOT/lib/modules/$kver/updates/dkms/ntbsmc.ko" ]; then
+	   [ -e "$PKG_ROOT/lib/modules/$kver/updates/dkms/ntbsmc.ko" ] &&
+	   [ -e "$PKG_ROOT/lib/modules/$kver/updates/dkms/ntb_hw_plx.ko" ]; then
 		record "ok $PKG_BOOT/dkms_build # for $kver"
 	else
 		record "not ok $PKG_BOOT/dkms_build # see $RUN/dkms.log"
