@@ -55,10 +55,18 @@ demo:
 bench:
 	bash selftests/vm/bench.sh
 
-install: modules
+# What a real installation needs, as DKMS builds it: ntbsmc and ntb_hw_plx, each
+# from its own directory, never the selftests' drivers.
+INSTALL_MODULES := ntbsmc ntb_hw_plx
+
+install:
 	@test -z "$(FAULT_FLAGS)" || { echo "Error: FAULT_INJECTION=1 is the test build: install a normal one" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
-	depmod -a
+	@test -d "$(KDIR)" || { echo "Error: no kernel build tree at KDIR=$(KDIR)" >&2; exit 1; }
+	@ntbsmc/check-kernel.sh $(KDIR)
+	for m in $(INSTALL_MODULES); do \
+		$(MAKE) -C $(KDIR) M=$(CURDIR)/$$m W=1 modules modules_install || exit 1; \
+	done
+	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
 	$(MAKE) -C netlink-tool install
 
 clean:
