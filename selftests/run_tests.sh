@@ -57,13 +57,13 @@ mapfile -t TESTS < <(make -s -C "$REPO/selftests" list)
 # longest test), and choice needs a port with a DMA engine beside it and one
 # without in one kernel. Two VMs, a 6.1 and a 6.12 sender: the fabric's clients, the
 # unmodified programs, the copy paths, ntb_hw_plx's KUnit suite (once per
-# kernel: 6.1 and 6.12) and the DL_Down of its modelled port. Both: link, basic, sockets,
+# kernel: 6.1 and 6.12) and the link losses of its modelled port. Both: link, basic, sockets,
 # fallback. So the two chains of boots take about as long.
 ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/stress.sh ulp/hostile.sh dma/faults.sh
 	    ulp/buffers.sh ulp/close.sh dma/choice.sh)
 TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
 	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh
-	    plx/kunit.sh plx/dl_down.sh)
+	    plx/kunit.sh plx/link_loss.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
 	read -r -a TESTS <<<"$NTBSMC_TESTS"

@@ -1,18 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# A DL_Down on a modelled PEX-87xx NT port (ntb_hw_ivshmem profile=plx under
-# ntb_hw_plx): the chip resets its link-side registers and raises DL_Down; the
-# driver must set the chip up again when the link returns, or the peer's B2B
-# window (its doorbells and scratchpads to us) and our inbound windows stay
-# dead.
+# Link loss on a modelled PEX-87xx NT port (ntb_hw_ivshmem profile=plx under
+# ntb_hw_plx), twice, each under a running connection:
 #
 #   host a (server)  <==== NTB, a 16 GiB stream ====  host b (client)
-#                                          host b's port: DL_Down, 500 ms
+#                             host b's port: 1. DL_Down for 500 ms
+#                                            2. gone (reads all ones), then back
 #
-# Both ends of the running connection are reset within 5 s, as on any link
-# loss; once the link is back a new connection runs over NTB again, intact,
-# which needs the B2B window and the translations re-made on host b; the
-# model saw no inbound translation that missed its window's memory.
+# 1. A DL_Down: the chip resets its link-side registers and raises DL_Down;
+#    the driver must set the chip up again when the link returns, or the
+#    peer's B2B window (its doorbells and scratchpads to us) stays dead.
+# 2. A surprise removal: every read of the device returns all ones, which the
+#    driver and ntbsmc above it must take as a link down, nothing worse.
+# Each time both ends of the running connection are reset within 5 s, as on
+# any link loss; once the link is back a new connection runs over NTB again,
+# intact; the model saw no inbound translation that missed its window's memory.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
@@ -30,41 +32,61 @@ xfer_one before "--ulp" "--ulp --bytes 1048576 --both"
 check "before: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
 	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
 
-port=$((port + 1))
-if [ "$ROLE" = a ]; then
-	inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >"$WORK/down.json" &
-	srv=$!
-	wait_for 90 "server on $port" pid_listening $srv $port
-	barrier down-listening
-	barrier down
-	t0=$(now_us)
-	echo "ntbsmc-test: setup" >/dev/kmsg
-	wait $srv
-else
-	barrier down-listening
-	inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 17179869184 \
-		>"$WORK/down.json" &
-	cli=$!
-	wait_for 90 "the connection over NTB" ntb_conn_to $port
-	run sh -c "echo 500 >$pci/plx_dl_down"
-	t0=$(now_us)
-	barrier down
-	wait $cli
-fi
-ms=$((($(now_us) - t0) / 1000))
-out=$(tail -1 "$WORK/down.json")
-log "DL_Down: $out (${ms} ms)"
-check "not reset by the DL_Down: $out" [ "$(jfield "$out" outcome)" = reset ]
-check "${ms} ms to see the reset, bound 5000" [ "$ms" -le 5000 ]
-barrier reset-seen
+# lose NAME CMD...: host b runs CMD under a running connection, which both
+# ends must see reset within 5 s.
+lose() {
+	local name=$1 pid t0 ms
+	shift
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >"$WORK/$name.json" &
+		pid=$!
+		wait_for 90 "server on $port" pid_listening $pid $port
+		barrier "$name-listening"
+		barrier "$name"
+		t0=$(now_us)
+	else
+		barrier "$name-listening"
+		inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset \
+			--bytes 17179869184 >"$WORK/$name.json" &
+		pid=$!
+		wait_for 90 "the connection over NTB" ntb_conn_to $port
+		run "$@"
+		t0=$(now_us)
+		barrier "$name"
+	fi
+	wait $pid
+	ms=$((($(now_us) - t0) / 1000))
+	out=$(tail -1 "$WORK/$name.json")
+	log "$name: $out (${ms} ms)"
+	check "$name: not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "$name: ${ms} ms to see the reset, bound 5000" [ "$ms" -le 5000 ]
+	barrier "$name-seen"
+}
 
-ulp_wait_active
-xfer_one after "--ulp" "--ulp --bytes 1048576 --both"
-check "after the link returned: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
-stats=$(cat "$pci/plx_model")
-log "model: $stats"
-check "translations that missed their window: $stats" has "$stats" "bad_xlat 0 "
+# back NAME: the link returned: NTB again, intact, no translation amiss.
+back() {
+	local stats
+	ulp_wait_active
+	xfer_one "$1" "--ulp" "--ulp --bytes 1048576 --both"
+	check "$1: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
+		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	stats=$(cat "$pci/plx_model")
+	log "$1: model: $stats"
+	check "$1: translations that missed their window: $stats" has "$stats" "bad_xlat 0 "
+}
+
+lose dl_down sh -c "echo 500 >$pci/plx_dl_down"
+back after_dl_down
 [ "$ROLE" = b ] && check "ntb_hw_plx did not set the chip up again after the DL_Down" \
 	has "$(dmesg)" "$NTB: link back, chip set up again"
+
+lose gone sh -c "echo 1 >$pci/plx_gone"
+# while the device is gone: TCP, with the bytes intact
+xfer_one while_gone "--ulp" "--ulp --bytes 100000 --both"
+check "while_gone: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
+	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = tcp/true ]
+[ "$ROLE" = b ] && run sh -c "echo 0 >$pci/plx_gone"
+barrier returned
+back after_gone
 checked
