@@ -502,7 +502,7 @@ void plx_ntb_uninit(struct plx_ntb *plx)
 
 	spin_lock_irqsave(&plx->db_lock, flags);
 	plx->dead = true;
-	plx->db_mask = PLX_DB_MASK;
+	WRITE_ONCE(plx->db_mask, PLX_DB_MASK);
 	our_wr(plx, db_reg_mask_set(plx), PLX_DB_MASK);
 	if (!plx->link_side)
 		our_wr(plx, PLX_LINK_ERR_MASK, PLX_LINK_ERR_ALL);
@@ -565,10 +565,10 @@ void plx_ntb_check_link(struct plx_ntb *plx)
 	mutex_lock(&plx->cfg_lock);
 	if (!up && plx->link_up) {
 		/* lost: whatever reset the link reset the link side too */
-		WRITE_ONCE(plx->reinit, true);
-	} else if (up && READ_ONCE(plx->reinit)) {
+		set_bit(PLX_REINIT, &plx->flags);
+	} else if (up && test_and_clear_bit(PLX_REINIT, &plx->flags)) {
+		/* a DL_Down during the set-up sets the bit again: once more then */
 		plx_ntb_setup(plx);
-		WRITE_ONCE(plx->reinit, false);
 		dev_info(plx->dev, "link back, chip set up again\n");
 	}
 	mutex_unlock(&plx->cfg_lock);
@@ -632,7 +632,7 @@ irqreturn_t plx_ntb_isr(struct plx_ntb *plx)
 		our_wr(plx, PLX_LINK_ERR, err);
 		if (err & PLX_LINK_ERR_DL_DOWN) {
 			/* the link-side registers are reset: set up again at link up */
-			WRITE_ONCE(plx->reinit, true);
+			set_bit(PLX_REINIT, &plx->flags);
 			mod_delayed_work(system_wq, &plx->link_work, 0);
 		}
 		ret = IRQ_HANDLED;
@@ -880,7 +880,7 @@ static int plx_db_set_mask(struct ntb_dev *ntb, u64 db_bits)
 	if (db_bits & ~PLX_DB_MASK)
 		return -EINVAL;
 	spin_lock_irqsave(&plx->db_lock, flags);
-	plx->db_mask |= db_bits;
+	WRITE_ONCE(plx->db_mask, plx->db_mask | db_bits);
 	our_wr(plx, db_reg_mask_set(plx), db_bits);
 	spin_unlock_irqrestore(&plx->db_lock, flags);
 	return 0;
@@ -895,7 +895,7 @@ static int plx_db_clear_mask(struct ntb_dev *ntb, u64 db_bits)
 	if (db_bits & ~PLX_DB_MASK)
 		return -EINVAL;
 	spin_lock_irqsave(&plx->db_lock, flags);
-	plx->db_mask &= ~db_bits;
+	WRITE_ONCE(plx->db_mask, plx->db_mask & ~db_bits);
 	unmask = db_bits & ~(plx->db_irq_masked | plx->db_held);
 	if (unmask)
 		our_wr(plx, db_reg_mask_clear(plx), unmask);

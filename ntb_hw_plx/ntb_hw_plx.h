@@ -69,6 +69,9 @@
 #define PLX_CFG_FACE_NT1	BIT(0)
 #define PLX_CFG_FACE_LINK	BIT(31)
 
+/* plx_ntb.flags: the link went down, set the chip up again when it is back */
+#define PLX_REINIT		0
+
 /* where an access goes */
 enum plx_space {
 	PLX_SPACE_BAR0,		/* this chip's registers (BAR0) */
@@ -167,7 +170,7 @@ struct plx_ntb {
 	 * mw_set_trans() and the re-initialisation after a DL_Down both write.
 	 */
 	struct mutex cfg_lock;
-	bool reinit;			/* the link went down: set the chip up again */
+	unsigned long flags;		/* PLX_REINIT */
 	bool link_up;			/* as last reported to the NTB core */
 	struct delayed_work link_work;	/* polls the PCIe link: no link-up IRQ */
 	unsigned int link_poll_ms;

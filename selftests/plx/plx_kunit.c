@@ -894,7 +894,7 @@ static void doorbells_held(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, plx_ntb_isr(env->plx), IRQ_HANDLED);
 	/* the ISR kicked the link poll; it may have run, finding the link down */
 	cancel_delayed_work_sync(&env->plx->link_work);
-	env->plx->reinit = false;
+	clear_bit(PLX_REINIT, &env->plx->flags);
 	EXPECT_WRITES(test, env, hold);
 	KUNIT_EXPECT_EQ(test, ops->db_read_mask(ntb), 0xfff0ULL);
 	KUNIT_EXPECT_EQ(test, plx_ntb_isr(env->plx), IRQ_NONE);
