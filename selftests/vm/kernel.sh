@@ -17,6 +17,13 @@ series=${2:-6.1}
 here=$(cd "$(dirname "$0")" && pwd)
 sel=$(dirname "$here")
 cache=${NTBSMC_CACHE:-/var/cache/ntbsmc}
+# The guests see the host's root but mount their own /tmp: a kernel tree there
+# would be missing in them (its modules.order, the modules the tests load).
+case "$(realpath -m "$cache")/" in
+/tmp/*)
+	echo "kernel.sh: NTBSMC_CACHE=$cache is under /tmp, which the guests replace with their own: put the kernel cache elsewhere" >&2
+	exit 2 ;;
+esac
 
 frags=("$sel/config.vm" "$sel/config")
 case "$flavour" in
