@@ -354,6 +354,42 @@ static int ivs_peer_mw_get_addr(struct ntb_dev *ntb, int widx,
 /* ---- doorbells ---- */
 
 /*
+ * A doorbell crosses as a counter per bit in the ringer's control block, which
+ * only the ringer writes (cross-VM read-modify-write is not atomic under TCG):
+ * ivs_ring() counts @bits rung; the receiver's ivs_rings_taken() returns the
+ * bits of @scan whose counters moved since its @seen, and updates @seen.
+ */
+void ivs_ring(struct ivs_dev *ivs, u64 bits)
+{
+	unsigned long flags;
+	unsigned int bit;
+
+	spin_lock_irqsave(&ivs->ring_lock, flags);
+	for (bit = 0; bit < DB_MAX; bit++)
+		if (bits & BIT_ULL(bit))
+			shm_write(&ivs->self->ring[bit], shm_read(&ivs->self->ring[bit]) + 1);
+	spin_unlock_irqrestore(&ivs->ring_lock, flags);
+}
+
+u64 ivs_rings_taken(struct ivs_dev *ivs, u32 *seen, u64 scan)
+{
+	unsigned int bit;
+	u64 rung = 0;
+	u32 cnt;
+
+	for (bit = 0; bit < DB_MAX; bit++) {
+		if (!(scan & BIT_ULL(bit)))
+			continue;
+		cnt = shm_read(&ivs->peer->ring[bit]);
+		if (cnt != seen[bit]) {
+			seen[bit] = cnt;
+			rung |= BIT_ULL(bit);
+		}
+	}
+	return rung;
+}
+
+/*
  * Turns the peer's changed ring counters into pending bits and reports the bits of
  * @vec that are pending and unmasked. Called from the vector's interrupt handler
  * and from the redelivery irq_work.
@@ -362,19 +398,10 @@ static void ivs_db_deliver(struct ivs_dev *ivs, unsigned int vec, bool scan)
 {
 	u64 vmask = ivs_vector_mask(ivs, vec), fire;
 	unsigned long flags;
-	unsigned int bit;
-	u32 cnt;
 
 	spin_lock_irqsave(&ivs->db_lock, flags);
-	if (scan) {
-		for (bit = vec; bit < ivs->lim.db_count; bit += ivs->nvec) {
-			cnt = shm_read(&ivs->peer->ring[bit]);
-			if (cnt != ivs->db_seen[bit]) {
-				ivs->db_seen[bit] = cnt;
-				ivs->db_pending |= BIT_ULL(bit);
-			}
-		}
-	}
+	if (scan)
+		ivs->db_pending |= ivs_rings_taken(ivs, ivs->db_seen, vmask);
 	fire = ivs->db_pending & ~ivs->db_mask & vmask;
 	if (!READ_ONCE(ivs->link_up))
 		fire = 0;	/* held until ivs_link_report(true) */
@@ -495,22 +522,15 @@ static int ivs_peer_db_set(struct ntb_dev *ntb, u64 bits)
 {
 	struct ivs_dev *ivs = ntb_ivs(ntb);
 	DECLARE_BITMAP(vecs, DB_MAX) = { };
-	unsigned long flags;
 	unsigned int bit, vec;
 
 	if (bits & ~ivs_db_valid(ivs))
 		return -EINVAL;
 
-	spin_lock_irqsave(&ivs->ring_lock, flags);
-	for (bit = 0; bit < ivs->lim.db_count; bit++) {
-		if (!(bits & BIT_ULL(bit)))
-			continue;
-		shm_write(&ivs->self->ring[bit],
-			  shm_read(&ivs->self->ring[bit]) + 1);
-		__set_bit(bit % ivs->nvec, vecs);
-	}
-	spin_unlock_irqrestore(&ivs->ring_lock, flags);
-
+	ivs_ring(ivs, bits);
+	for (bit = 0; bit < ivs->lim.db_count; bit++)
+		if (bits & BIT_ULL(bit))
+			__set_bit(bit % ivs->nvec, vecs);
 	for_each_set_bit(vec, vecs, ivs->nvec)
 		ivs_kick_peer(ivs, vec);
 	return 0;
@@ -816,11 +836,9 @@ static int ivs_setup_layout(struct ivs_dev *ivs)
 static void ivs_side_start(struct ivs_dev *ivs)
 {
 	u32 gen = shm_read(&ivs->self->gen) + 1;
-	unsigned int bit;
 
 	/* Bits the peer rang before we were here are not ours to deliver. */
-	for (bit = 0; bit < DB_MAX; bit++)
-		ivs->db_seen[bit] = shm_read(&ivs->peer->ring[bit]);
+	ivs_rings_taken(ivs, ivs->db_seen, GENMASK_ULL(DB_MAX - 1, 0));
 	ivs->event_seen = shm_read(&ivs->peer->event);
 	ivs->peer_hb = shm_read(&ivs->peer->heartbeat);
 	ivs->peer_gen = shm_read(&ivs->peer->gen);
@@ -856,6 +874,7 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct ivs_dev *ivs;
 	int rc, nvec;
+	bool plx;
 	unsigned int i;
 
 	if (mw_count < 1 || mw_count > MW_MAX) {
@@ -869,7 +888,8 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "unknown profile '%s' (default, pex8749, plx)\n", profile);
 		return -EINVAL;
 	}
-	if (sysfs_streq(profile, "plx") && mw_count != 2) {
+	plx = sysfs_streq(profile, "plx");
+	if (plx && mw_count != 2) {
 		/* BAR2 and the B2B window BAR4, each with one window's memory */
 		dev_err(&pdev->dev, "profile plx needs mw_count=2\n");
 		return -EINVAL;
@@ -951,7 +971,7 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	ivs_side_start(ivs);
 	/* Clients bound here may enable the link; link_work starts below. */
-	if (sysfs_streq(profile, "plx"))
+	if (plx)
 		rc = ivs_plx_model_create(ivs);
 	else
 		rc = ntb_register_device(&ivs->ntb);

@@ -148,6 +148,8 @@ static inline void shm_write(__le32 *p, u32 v)
 
 /* ivshmem.c, for the model */
 void ivs_kick_peer(struct ivs_dev *ivs, unsigned int vec);
+void ivs_ring(struct ivs_dev *ivs, u64 bits);
+u64 ivs_rings_taken(struct ivs_dev *ivs, u32 *seen, u64 scan);
 int ivs_link_set(struct ivs_dev *ivs, bool enable);
 void ivs_link_hold(struct ivs_dev *ivs, bool hold);
 resource_size_t ivs_mw_offset(struct ivs_dev *ivs, u32 side, int widx);

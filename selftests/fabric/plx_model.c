@@ -106,17 +106,8 @@ static u64 reg_get64(__le32 *regs, u32 off)
 /* Takes the peer's rings into pending; lock held. */
 static void scan_rings(struct plx_model *m)
 {
-	unsigned int bit;
-	u32 cnt;
-
 	lockdep_assert_held(&m->lock);
-	for (bit = 0; bit < PLX_NUM_DB; bit++) {
-		cnt = shm_read(&m->ivs->peer->ring[bit]);
-		if (cnt != m->seen[bit]) {
-			m->seen[bit] = cnt;
-			m->pending |= BIT(bit);
-		}
-	}
+	m->pending |= ivs_rings_taken(m->ivs, m->seen, PLX_DB_MASK);
 }
 
 static bool line_up(struct plx_model *m)
@@ -245,10 +236,6 @@ static u32 model_rd32(void *io, enum plx_space space, u32 off)
 /* A write through the B2B window: the peer chip's doorbells, scratchpads, ... */
 static void b2b_wr32(struct plx_model *m, u32 off, u32 val)
 {
-	struct ivs_dev *ivs = m->ivs;
-	unsigned long flags;
-	unsigned int bit;
-
 	if (!b2b_open(m)) {
 		atomic_inc(&m->b2b_miss);
 		return;
@@ -257,13 +244,10 @@ static void b2b_wr32(struct plx_model *m, u32 off, u32 val)
 		reg_put(m->peer_regs, off, val);
 		return;
 	}
-	spin_lock_irqsave(&ivs->ring_lock, flags);
-	for (bit = 0; bit < PLX_NUM_DB; bit++)
-		if (val & BIT(bit))
-			shm_write(&ivs->self->ring[bit], shm_read(&ivs->self->ring[bit]) + 1);
-	spin_unlock_irqrestore(&ivs->ring_lock, flags);
-	if (val & PLX_DB_MASK)
-		ivs_kick_peer(ivs, 0);
+	if (val & PLX_DB_MASK) {
+		ivs_ring(m->ivs, val & PLX_DB_MASK);
+		ivs_kick_peer(m->ivs, 0);
+	}
 }
 
 static void model_wr32(void *io, enum plx_space space, u32 off, u32 val)
@@ -355,6 +339,12 @@ static void dl_work(struct work_struct *work)
 	ivs_link_hold(m->ivs, READ_ONCE(m->gone));
 }
 
+/* What a link loss resets in the chip: the Link page (Link BARs, translations, LUT). */
+static void reset_link_side(struct plx_model *m)
+{
+	memset(&m->regs[OTHER / 4], 0, PLX_LINK_PAGE);
+}
+
 /* The link drops: link-side registers reset, DL_Down raised, back after @ms. */
 static void model_dl_down(struct plx_model *m, unsigned int ms)
 {
@@ -362,7 +352,7 @@ static void model_dl_down(struct plx_model *m, unsigned int ms)
 
 	ivs_link_hold(m->ivs, true);
 	spin_lock_irqsave(&m->lock, flags);
-	memset(&m->regs[OTHER / 4], 0, PLX_LINK_PAGE);
+	reset_link_side(m);
 	m->tp_ro_until = jiffies + msecs_to_jiffies(1) + 1;
 	m->link_err |= PLX_LINK_ERR_DL_DOWN;
 	eval_line(m);
@@ -404,7 +394,7 @@ static ssize_t plx_gone_store(struct device *dev, struct device_attribute *attr,
 		return count;
 	if (!gone) {
 		/* it comes back reset on the link side, as after a DL_Down */
-		memset(&m->regs[OTHER / 4], 0, PLX_LINK_PAGE);
+		reset_link_side(m);
 	}
 	WRITE_ONCE(m->gone, gone);
 	ivs_link_hold(ivs, gone);
@@ -493,7 +483,6 @@ int ivs_plx_model_create(struct ivs_dev *ivs)
 	struct plx_bar bars[6] = {};
 	struct device *dev = &ivs->pdev->dev;
 	struct plx_model *m;
-	unsigned int bit;
 	void *regs;
 	int rc;
 
@@ -522,8 +511,8 @@ int ivs_plx_model_create(struct ivs_dev *ivs)
 	init_irq_work(&m->intx, intx_work);
 	INIT_DELAYED_WORK(&m->dl_work, dl_work);
 	model_reset(m);
-	for (bit = 0; bit < PLX_NUM_DB; bit++)
-		m->seen[bit] = shm_read(&ivs->peer->ring[bit]);
+	/* bits the peer rang before we were here are not ours */
+	ivs_rings_taken(ivs, m->seen, PLX_DB_MASK);
 
 	bars[2] = (struct plx_bar){ ivs->shm_phys + ivs_mw_offset(ivs, ivs->peer_id, 0),
 				    ivs->mw_size, true };
