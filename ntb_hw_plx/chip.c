@@ -31,6 +31,8 @@
 #include <linux/pci.h>
 #include <linux/delay.h>
 #include <linux/log2.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 
 #include "ntb_hw_plx.h"
 
@@ -280,12 +282,15 @@ void plx_ntb_setup(struct plx_ntb *plx)
 
 	/*
 	 * Our side's requester IDs: 0:0.*, the one the chip reads back for us,
-	 * and 0/64/128/192:4.* (the Xeon I/OAT DMA engines); a DMA engine
-	 * elsewhere needs its own entry, which only hardware can tell.
+	 * 0/64/128/192:4.* (the Xeon I/OAT DMA engines), then the backend's
+	 * (the switch's own DMA functions, those the user named).
 	 */
 	wr(plx, our_page(plx) + lut, (our_rd(plx, PLX_REQ_ID) << 16) | 0x00010001);
 	wr(plx, our_page(plx) + lut + 4, 0x40210021);
 	wr(plx, our_page(plx) + lut + 8, 0xc0218021);
+	for (i = 0; i < plx->nr_rid; i += 2)
+		wr(plx, our_page(plx) + lut + (PLX_RID_FIXED + i) * 2,
+		   plx->rid_lut[i] | (i + 1 < plx->nr_rid ? plx->rid_lut[i + 1] << 16 : 0));
 
 	for (i = 0; i < plx->nr_mw; i++)
 		set_trans(plx, i);
@@ -308,6 +313,7 @@ static int init_layout(struct plx_ntb *plx, const struct plx_bar bars[6],
 		       const struct plx_params *params)
 {
 	u32 face, cfg;
+	unsigned int i;
 	int bar;
 
 	face = plx->ops->cfg_rd32(plx->io, PLX_CFG_FACE);
@@ -334,6 +340,22 @@ static int init_layout(struct plx_ntb *plx, const struct plx_bar bars[6],
 		mw->size = bars[bar].size;
 		if (mw->is64)
 			bar++;
+	}
+
+	if (params->nr_rid > PLX_MAX_RID) {
+		dev_err(plx->dev, "%u more requester IDs: the LUT has room for %u\n",
+			params->nr_rid, PLX_MAX_RID);
+		return -EINVAL;
+	}
+	/* one entry a slot: functions of one device share it */
+	for (i = 0; i < params->nr_rid; i++) {
+		u16 e = (params->rid[i] & ~7) | 1;
+		unsigned int j;
+
+		for (j = 0; j < plx->nr_rid && plx->rid_lut[j] != e; j++)
+			;
+		if (j == plx->nr_rid)
+			plx->rid_lut[plx->nr_rid++] = e;
 	}
 
 	plx->b2b_mw = -1;
@@ -400,6 +422,51 @@ static void link_work(struct work_struct *work)
 	plx_ntb_check_link(plx);
 	schedule_delayed_work(&plx->link_work, msecs_to_jiffies(plx->link_poll_ms));
 }
+
+/**
+ * plx_parse_rids() - adds requester IDs named by the user to @params
+ * @params:	where they go, after those already there
+ * @list:	"bus:device[,bus:device...]" in hex, each also as lspci's
+ *		bus:device.function (the LUT admits the whole device); NULL or
+ *		"" adds none
+ * @dev:	for messages
+ *
+ * Return: 0, -EINVAL (a malformed entry, or more than the LUT holds), -ENOMEM.
+ */
+int plx_parse_rids(struct plx_params *params, const char *list, struct device *dev)
+{
+	char *buf, *s, *tok;
+	int ret = 0;
+
+	if (!list || !*list)
+		return 0;
+	buf = kstrdup(list, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	s = buf;
+	while ((tok = strsep(&s, ",")) && !ret) {
+		unsigned int bus, slot, fn;
+		char end;
+
+		fn = 0;
+		if (tok[strspn(tok, "0123456789abcdefABCDEF:.")] ||
+		    (sscanf(tok, "%x:%x%c", &bus, &slot, &end) != 2 &&
+		     sscanf(tok, "%x:%x.%x%c", &bus, &slot, &fn, &end) != 3) ||
+		    bus > 0xff || slot > 0x1f || fn > 7) {
+			dev_err(dev, "rid=%s: '%s' is not bus:device in hex\n", list, tok);
+			ret = -EINVAL;
+		} else if (params->nr_rid == PLX_MAX_RID) {
+			dev_err(dev, "rid=%s: more requesters than the LUT's %u free entries\n",
+				list, PLX_MAX_RID);
+			ret = -EINVAL;
+		} else {
+			params->rid[params->nr_rid++] = PCI_DEVID(bus, PCI_DEVFN(slot, 0));
+		}
+	}
+	kfree(buf);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(plx_parse_rids);
 
 /**
  * plx_ntb_init() - finds an NT port's layout and sets the chip up

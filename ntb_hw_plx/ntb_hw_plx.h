@@ -56,6 +56,9 @@
 #define PLX_ALUT_ON		0x10000000
 #define PLX_RID_LUT_V		0xd94	/* requester-ID LUT, two entries a dword */
 #define PLX_RID_LUT_L		0xdb4
+#define PLX_RID_FIXED		6	/* entries the driver always writes */
+#define PLX_RID_LUT_SIZE	16	/* the Virtual LUT's, as 0xd94..0xdb3 holds */
+#define PLX_MAX_RID		(PLX_RID_LUT_SIZE - PLX_RID_FIXED)
 #define PLX_LINK_ERR		0xfe0	/* Virtual page only: write 1 to clear */
 #define PLX_LINK_ERR_MASK	0xfe4
 #define  PLX_LINK_ERR_CORR	BIT(0)
@@ -111,10 +114,16 @@ struct plx_bar {
  * @b2b:	NTB-to-NTB mode (the Virtual side cannot see what is cabled to it);
  *		the Link Interface is always NTB-to-Root-Port mode
  * @split:	split BAR2 into 2^split windows with the A-LUT (0-7)
+ * @rid:	requester IDs (bus << 8 | devfn) of more functions on our side
+ *		that write through the port, such as DMA engines; the LUT
+ *		admits a whole slot (device) per entry
+ * @nr_rid:	how many (at most PLX_MAX_RID)
  */
 struct plx_params {
 	bool b2b;
 	unsigned int split;
+	u16 rid[PLX_MAX_RID];
+	unsigned int nr_rid;
 };
 
 struct plx_mw {
@@ -145,6 +154,8 @@ struct plx_ntb {
 	unsigned int port;		/* the chip port the NTx is on */
 	unsigned int alut;		/* 0, or A-LUT entries / 128 */
 	unsigned int split;		/* BAR2 split order */
+	u16 rid_lut[PLX_MAX_RID];	/* more LUT entries: bus << 8 | slot << 3 | 1 */
+	unsigned int nr_rid;
 
 	struct plx_mw mw[PLX_MAX_BARS];
 	int nr_mw;			/* BARs in mw[] */
@@ -191,6 +202,7 @@ void plx_ntb_unregister(struct plx_ntb *plx);
 void plx_ntb_uninit(struct plx_ntb *plx);
 irqreturn_t plx_ntb_isr(struct plx_ntb *plx);
 void plx_ntb_check_link(struct plx_ntb *plx);
+int plx_parse_rids(struct plx_params *params, const char *list, struct device *dev);
 
 extern const struct ntb_dev_ops plx_ntb_ops;
 

@@ -18,6 +18,12 @@ static unsigned int split;
 module_param(split, uint, 0444);
 MODULE_PARM_DESC(split, "Split BAR2 into 2^split memory windows with the A-LUT (0-7, default 0)");
 
+static char *rid;
+module_param(rid, charp, 0444);
+MODULE_PARM_DESC(rid, "More requesters on this host that write through the NT port, as bus:device[,bus:device...] in hex (lspci's 03:00 or 03:00.0): DMA engines other than the switch's own (added by themselves) and Xeon I/OAT; at most 10 in all");
+
+#define PCI_DEVICE_ID_PLX_DMA	0x87d0
+
 struct plx_pci {
 	struct plx_ntb plx;		/* first: the NTB core's device lives in it */
 	struct pci_dev *pdev;
@@ -75,6 +81,38 @@ static const struct plx_io_ops plx_pci_io = {
 	.lnksta		= plx_pci_lnksta,
 };
 
+/* The upstream port of the switch a function is below, or NULL. */
+static struct pci_dev *switch_of(struct pci_dev *p)
+{
+	for (p = pci_upstream_bridge(p); p; p = pci_upstream_bridge(p))
+		if (pci_is_pcie(p) && pci_pcie_type(p) == PCI_EXP_TYPE_UPSTREAM)
+			return p;
+	return NULL;
+}
+
+/*
+ * The requester IDs the LUT must admit beyond the fixed ones: the switch's
+ * own DMA functions (plx_dma), which ntbsmc prefers, and those named by the
+ * rid option. The LUT drops a write from anyone else.
+ */
+static int find_rids(struct pci_dev *pdev, struct plx_params *params)
+{
+	struct pci_dev *sw = switch_of(pdev), *dma = NULL;
+
+	while (sw && (dma = pci_get_device(PCI_VENDOR_ID_PLX, PCI_DEVICE_ID_PLX_DMA, dma))) {
+		if (switch_of(dma) != sw)
+			continue;
+		if (params->nr_rid == PLX_MAX_RID) {
+			dev_warn(&pdev->dev, "no LUT entry left for DMA function %s\n",
+				 pci_name(dma));
+			pci_dev_put(dma);
+			break;
+		}
+		params->rid[params->nr_rid++] = pci_dev_id(dma);
+	}
+	return plx_parse_rids(params, rid, &pdev->dev);
+}
+
 static irqreturn_t plx_pci_isr(int irq, void *data)
 {
 	struct plx_pci *p = data;
@@ -106,6 +144,9 @@ static int plx_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 			&len);
 		return -ENODEV;
 	}
+	ret = find_rids(pdev, &params);
+	if (ret)
+		return ret;
 	p = devm_kzalloc(&pdev->dev, sizeof(*p), GFP_KERNEL);
 	if (!p)
 		return -ENOMEM;

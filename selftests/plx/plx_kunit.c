@@ -1025,6 +1025,71 @@ static void split_invalid(struct kunit *test)
 	}
 }
 
+/*
+ * More requesters (a DMA function 3:2.1, another function of the same device,
+ * one at 80:0.0): one LUT entry a device, after the six fixed ones, two a
+ * dword; more than the LUT holds is refused before any write.
+ */
+static const struct plx_layout lay_rids = {
+	.face = 0, .port_cfg = 8 << 8,
+	.bars = { [2] = BAR64(0x380000000000ULL, SZ_4M), [4] = BAR64(0x380000400000ULL, SZ_4M) },
+	.params = { .b2b = true, .rid = { 0x0311, 0x0310, 0x8000 }, .nr_rid = 3 },
+};
+
+static const struct plx_layout lay_rids_bad = {
+	.face = 0, .port_cfg = 8 << 8,
+	.bars = { [2] = BAR64(0x380000000000ULL, SZ_4M), [4] = BAR64(0x380000400000ULL, SZ_4M) },
+	.params = { .b2b = true, .nr_rid = PLX_MAX_RID + 1 },
+};
+
+/* 3:2.* and 80:0.* in the Virtual LUT's entries 6 and 7 */
+static const struct plx_w rid_lut_nt0v_more[] = {
+	W0(0x3ed94, 0x03090001), W0(0x3ed98, 0x40210021), W0(0x3ed9c, 0xc0218021),
+	W0(0x3eda0, 0x80010311), W_END };
+
+static void requester_ids(struct kunit *test)
+{
+	struct plx_env *env = plx_up(test, &lay_rids);
+
+	EXPECT_WRITES(test, env, tp_probe_nt0, db_mask_nt0v, b2b_bar0_at_bar4, b2b_out_bar2_bar4,
+		      rid_lut_link_nt0, rid_lut_nt0v_more, win_bar2_b2b64_clear,
+		      win_bar4_b2b64_clear, link_cmd_nt0, link_err_nt0);
+
+	env = env_new(test, &lay_rids_bad);
+	KUNIT_EXPECT_EQ(test, env_init(test, env, &lay_rids_bad), -EINVAL);
+	EXPECT_NO_WRITE(test, env);
+}
+
+/* The rid option: bus:device and lspci's bus:device.function, in hex. */
+static void requester_ids_option(struct kunit *test)
+{
+	static const char * const bad[] = {
+		"zz", "03", "03:20", "100:00", "03:00.0x", "03:00.8", "0x3:00", "03:00,",
+		"03:00 ", "-1:00",
+		"0:0,0:1,0:2,0:3,0:4,0:5,0:6,0:7,0:8,0:9,0:a",
+	};
+	struct plx_params p = {};
+	unsigned int i;
+
+	KUNIT_EXPECT_EQ(test, plx_parse_rids(&p, NULL, NULL), 0);
+	KUNIT_EXPECT_EQ(test, plx_parse_rids(&p, "", NULL), 0);
+	KUNIT_EXPECT_EQ(test, p.nr_rid, 0U);
+	KUNIT_EXPECT_EQ(test, plx_parse_rids(&p, "03:00,80:1f.7,A:2", NULL), 0);
+	KUNIT_ASSERT_EQ(test, p.nr_rid, 3U);
+	KUNIT_EXPECT_EQ(test, p.rid[0], 0x0300);
+	KUNIT_EXPECT_EQ(test, p.rid[1], 0x80f8);
+	KUNIT_EXPECT_EQ(test, p.rid[2], 0x0a10);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		p.nr_rid = 0;
+		KUNIT_EXPECT_EQ_MSG(test, plx_parse_rids(&p, bad[i], NULL), -EINVAL,
+				    "rid=%s", bad[i]);
+	}
+	/* the switch's own DMA functions first: the option gets what is left */
+	p.nr_rid = PLX_MAX_RID - 1;
+	KUNIT_EXPECT_EQ(test, plx_parse_rids(&p, "03:00", NULL), 0);
+	KUNIT_EXPECT_EQ(test, plx_parse_rids(&p, "04:00", NULL), -EINVAL);
+}
+
 static int plx_test_init(struct kunit *test)
 {
 	test->priv = kunit_kzalloc(test, sizeof(struct plx_kctx), GFP_KERNEL);
@@ -1082,6 +1147,8 @@ static struct kunit_case plx_cases[] = {
 	KUNIT_CASE(surprise_removal),
 	KUNIT_CASE(unbind),
 	KUNIT_CASE(split_invalid),
+	KUNIT_CASE(requester_ids),
+	KUNIT_CASE(requester_ids_option),
 	{}
 };
 
