@@ -65,7 +65,7 @@ ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/hostile.sh dma/faults.sh
 	    ulp/buffers.sh ulp/close.sh dma/choice.sh)
 TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
 	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh
-	    plx/kunit.sh plx/link_loss.sh)
+	    plx/kunit.sh plx/link_loss.sh plx/alut.sh)
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
 	read -r -a TESTS <<<"$NTBSMC_TESTS"

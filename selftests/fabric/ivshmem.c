@@ -69,6 +69,10 @@ static unsigned int mw_count = 2;
 module_param(mw_count, uint, 0444);
 MODULE_PARM_DESC(mw_count, "Memory windows per direction (1-4, default 2)");
 
+static unsigned int plx_split;
+module_param(plx_split, uint, 0644);
+MODULE_PARM_DESC(plx_split, "profile plx: the chip's A-LUT on, and BAR2 split into 2^plx_split windows by ntb_hw_plx (its split option); read at each bind (default 0: A-LUT off)");
+
 static unsigned int link_train_ms = 50;
 module_param(link_train_ms, uint, 0644);
 MODULE_PARM_DESC(link_train_ms, "Link comes up once both ends have been ready this long, like link training (default 50)");
@@ -644,16 +648,18 @@ static void *ivs_dma_alloc(struct device *dev, size_t size, dma_addr_t *dma,
 {
 	struct ivs_dev *ivs = dev_get_drvdata(dev);
 	void *vaddr = NULL;
-	unsigned int widx;
+	unsigned int i;
 
-	if (!ivs || size > ivs->mw_size)
+	if (!ivs)
 		return NULL;
 	mutex_lock(&ivs->mw_lock);
-	widx = find_first_zero_bit(&ivs->mw_alloced, mw_count);
-	if (widx < mw_count) {
-		__set_bit(widx, &ivs->mw_alloced);
-		vaddr = ivs->inbound + widx * ivs->mw_size;
-		*dma = ivs->inbound_phys + widx * ivs->mw_size;
+	for (i = 0; i < ivs->nr_bufs; i++) {
+		if (test_bit(i, ivs->buf_alloced) || size > ivs->bufs[i].size)
+			continue;
+		__set_bit(i, ivs->buf_alloced);
+		vaddr = ivs->inbound + ivs->bufs[i].off;
+		*dma = ivs->inbound_phys + ivs->bufs[i].off;
+		break;
 	}
 	mutex_unlock(&ivs->mw_lock);
 	if (vaddr)
@@ -665,15 +671,29 @@ static void ivs_dma_free(struct device *dev, size_t size, void *vaddr,
 			 dma_addr_t dma, unsigned long attrs)
 {
 	struct ivs_dev *ivs = dev_get_drvdata(dev);
-	resource_size_t off = dma - ivs->inbound_phys;
-	unsigned int widx = off / ivs->mw_size;
+	unsigned int i;
 
-	if (WARN_ON(dma < ivs->inbound_phys || widx >= mw_count ||
-		    off % ivs->mw_size))
-		return;
 	mutex_lock(&ivs->mw_lock);
-	__clear_bit(widx, &ivs->mw_alloced);
+	for (i = 0; i < ivs->nr_bufs; i++)
+		if (dma == ivs->inbound_phys + ivs->bufs[i].off)
+			break;
+	if (!WARN_ON(i == ivs->nr_bufs || !test_bit(i, ivs->buf_alloced)))
+		__clear_bit(i, ivs->buf_alloced);
 	mutex_unlock(&ivs->mw_lock);
+}
+
+/*
+ * The buffers dma_alloc_coherent() hands out: @n of @size each from @off of
+ * our inbound memory on, after those set already. Before clients bind.
+ */
+void ivs_add_bufs(struct ivs_dev *ivs, resource_size_t off, resource_size_t size,
+		  unsigned int n)
+{
+	while (n-- && !WARN_ON(ivs->nr_bufs == BUF_MAX)) {
+		ivs->bufs[ivs->nr_bufs].off = off;
+		ivs->bufs[ivs->nr_bufs++].size = size;
+		off += size;
+	}
 }
 
 /* The guest has no IOMMU: streaming mappings are physical addresses. */
@@ -930,6 +950,8 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	rc = ivs_setup_layout(ivs);
 	if (rc)
 		return rc;
+	if (!plx)
+		ivs_add_bufs(ivs, 0, ivs->mw_size, mw_count);
 	rc = ivs_read_fabric_hdr(ivs);
 	if (rc)
 		return rc;
@@ -972,7 +994,7 @@ static int ivs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ivs_side_start(ivs);
 	/* Clients bound here may enable the link; link_work starts below. */
 	if (plx)
-		rc = ivs_plx_model_create(ivs);
+		rc = ivs_plx_model_create(ivs, plx_split);
 	else
 		rc = ntb_register_device(&ivs->ntb);
 	if (rc)

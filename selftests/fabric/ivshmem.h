@@ -42,6 +42,7 @@ struct fabric_hdr {
 #define DB_MAX			64
 #define SPAD_MAX		64
 #define MW_MAX			4
+#define BUF_MAX			(128 + MW_MAX)	/* the model's BAR2 split 128 ways */
 
 /*
  * One side's control block. Everything but spad[] is written only by the side that
@@ -117,9 +118,17 @@ struct ivs_dev {
 	u32 event_seen;
 	struct irq_work db_redeliver;
 
-	/* Memory windows handed out by ivs_dma_alloc() and translated by clients */
+	/*
+	 * mw_lock: the buffers ivs_dma_alloc() hands out, one for each of the
+	 * clients' windows in window order (offset and size in our inbound
+	 * memory), and the translations clients set.
+	 */
 	struct mutex mw_lock;
-	unsigned long mw_alloced;
+	unsigned int nr_bufs;
+	struct {
+		resource_size_t off, size;
+	} bufs[BUF_MAX];
+	DECLARE_BITMAP(buf_alloced, BUF_MAX);
 	dma_addr_t mw_xlat[MW_MAX];
 
 	/* Link state, updated only by link_work */
@@ -153,9 +162,11 @@ u64 ivs_rings_taken(struct ivs_dev *ivs, u32 *seen, u64 scan);
 int ivs_link_set(struct ivs_dev *ivs, bool enable);
 void ivs_link_hold(struct ivs_dev *ivs, bool hold);
 resource_size_t ivs_mw_offset(struct ivs_dev *ivs, u32 side, int widx);
+void ivs_add_bufs(struct ivs_dev *ivs, resource_size_t off, resource_size_t size,
+		  unsigned int n);
 
 /* plx_model.c: profile=plx, a PEX-87xx NT port under ntb_hw_plx */
-int ivs_plx_model_create(struct ivs_dev *ivs);
+int ivs_plx_model_create(struct ivs_dev *ivs, unsigned int split);
 void ivs_plx_model_destroy(struct ivs_dev *ivs);
 void ivs_plx_model_irq(struct ivs_dev *ivs);
 

@@ -4,6 +4,7 @@
 # coalescing) and memory windows, written on one host and read on the other, both
 # directions.
 source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/fabric/lib.sh"
 
 case $1 in
 setup) load_module ntb_tool; exit ;;
@@ -11,11 +12,9 @@ cleanup) unload_module ntb_tool; exit ;;
 esac
 
 T=$NTB_DBG/ntb_tool/$NTB
-wait_for 30 "ntb_tool on $NTB" test -d "$T/peer0"
 barrier start
 log "waiting for link up"
-run sh -c "echo Y >$T/link"
-run timeout 30 sh -c "echo Y >$T/peer0/link_event"
+tool_link "$T"
 
 # Scratchpads: write every one of the peer's, read every one of ours.
 spads=("$T"/peer0/spad*)
@@ -80,32 +79,8 @@ for ringer in a b; do
 done
 log "$nbits doorbell bits crossed both ways; a masked bit rung twice is one pending bit"
 
-# Memory windows: each host sets up both of its inbound windows (in window order:
-# the emulation hands out window memory in allocation order) and the peer writes
-# different data into each through its outbound windows.
-size=$((1024 * 1024))
-for w in 0 1; do
-	head -c $size /dev/urandom >"$WORK/mw$w.$ROLE"
-	put "mw${w}_sum" "$(sha256sum <"$WORK/mw$w.$ROLE" | cut -d' ' -f1)"
-	run sh -c "echo $size >$T/peer0/mw_trans$w"
-done
-barrier mw_trans
-for w in 0 1; do
-	run sh -c "echo 0:$size >$T/peer0/peer_mw_trans$w"
-	run dd if="$WORK/mw$w.$ROLE" of="$T/peer0/peer_mw$w" bs=64K status=none
-done
-barrier mw_written
-for w in 0 1; do
-	sum=$(head -c $size "$T/peer0/mw$w" | sha256sum | cut -d' ' -f1)
-	want=$(get "mw${w}_sum")
-	check "window $w: read $sum, $PEER wrote $want" [ "$sum" = "$want" ] &&
-		log "window $w: $size bytes written by $PEER read back intact"
-done
+# Memory windows, every one of them, both ways.
+tool_windows "$T" $((1024 * 1024)) ""
 barrier done
-# Tear the windows down before ntb_tool is unloaded: 6.1's tool_remove() removes
-# its debugfs tree and then the windows' files again (use-after-free).
-for w in 0 1; do
-	echo "0:0" >"$T/peer0/peer_mw_trans$w"
-	echo 0 >"$T/peer0/mw_trans$w"
-done
+tool_windows_clear "$T"
 checked

@@ -32,11 +32,18 @@
  *    client); one that does not is counted as bad_xlat, since the peer's
  *    writes would land elsewhere. Data windows are plain shared memory: the
  *    model cannot stop a write that a cleared translation would drop;
+ *  - with plx_split (the chip's A-LUT on for NT0: 256 entries), BAR2 is
+ *    translated by the A-LUT whenever its control (0xc94) is on: each entry
+ *    the driver permits must map its 1/256 of BAR2 onto the same slice of
+ *    window 0's memory, else bad_xlat; the entries permitted at the last
+ *    switch-on are counted (alut). dma_alloc_coherent() then hands out BAR2's
+ *    2^plx_split slices in turn, as the split's windows;
  *  - a device gone (sysfs plx_gone 1) reads all ones and drops writes.
  *
  * BAR2 is window 0's memory; BAR4 (B2B) is twice a window, its upper half
  * window 1's memory, its lower half the peer's registers (never mapped: the
- * accessor routes it). sysfs plx_model reads "bad_xlat N b2b_miss N irqs N".
+ * accessor routes it). sysfs plx_model reads
+ * "bad_xlat N b2b_miss N irqs N alut N".
  */
 
 #include <linux/module.h>
@@ -56,6 +63,8 @@
 #define PORT_CTRL	(PLX_PORT_BASE(MODEL_PORT & ~7) + PLX_PORT_CTRL)
 #define TEST_PATTERN	(PLX_PORT_BASE(0) + PLX_TEST_PATTERN)
 #define B2B_BAR		4
+#define ALUT_ENTRIES	256		/* NT0's A-LUT alone: 256 entries */
+#define ALUT		(PLX_ALUT_BASE + 0x1000 * 2)	/* the Virtual side's */
 #define INTX_REPEAT_MAX	1000		/* ISR calls in a row with the line still up */
 
 /* ntb_hw_plx, found at probe: the fabric loads without it in other profiles */
@@ -81,6 +90,8 @@ struct plx_model {
 	bool stopped;			/* being destroyed: no more interrupts */
 	unsigned int repeats;		/* ISR calls in a row, line still up */
 
+	unsigned int split;		/* plx_split: A-LUT on, BAR2 split */
+	unsigned int alut_entries;	/* permitted at the last switch-on */
 	bool gone;			/* surprise removal */
 	unsigned long tp_ro_until;	/* Test Pattern registers read-only */
 	struct irq_work intx;
@@ -190,6 +201,32 @@ static void check_xlat(struct plx_model *m, int bar)
 			    bar, addr, widx, &mem);
 }
 
+/* The A-LUT was switched on: where each permitted slice of BAR2 lands. */
+static void check_alut(struct plx_model *m)
+{
+	struct ivs_dev *ivs = m->ivs;
+	phys_addr_t mem = ivs->shm_phys + ivs_mw_offset(ivs, ivs->side, 0);
+	u64 slice = ivs->mw_size / ALUT_ENTRIES;
+	unsigned int e, n = 0;
+
+	for (e = 0; e < ALUT_ENTRIES; e++) {
+		u32 reg = ALUT + e * 4 + (e >= 128 ? 0xe00 : 0);
+		u64 addr;
+
+		if (!(reg_get(m->regs, reg + 0x800) & 0x3))
+			continue;
+		n++;
+		addr = reg_get(m->regs, reg) | (u64)reg_get(m->regs, reg + 0x400) << 32;
+		if (addr == mem + e * slice)
+			continue;
+		atomic_inc(&m->bad_xlat);
+		dev_err_ratelimited(&ivs->pdev->dev,
+				    "plx model: A-LUT entry %u maps %#llx, not window 0's memory %pa + %#llx\n",
+				    e, addr, &mem, e * slice);
+	}
+	m->alut_entries = n;
+}
+
 static u32 model_rd32(void *io, enum plx_space space, u32 off)
 {
 	struct plx_model *m = io;
@@ -293,10 +330,24 @@ static void model_wr32(void *io, enum plx_space space, u32 off, u32 val)
 		reg_put(m->regs, off, val);
 		port_ctrl = true;
 		break;
+	case OUR + PLX_ALUT_CTRL:
+		/* the A-LUT or the BAR's translation register, now settled */
+		reg_put(m->regs, off, val);
+		if (!m->split)
+			break;
+		if (val & PLX_ALUT_ON)
+			check_alut(m);
+		else
+			check_xlat(m, 2);
+		break;
 	default:
 		reg_put(m->regs, off, val);
-		/* a 64-bit translation is complete with its upper half */
-		if (off == OTHER + PLX_BAR_XLAT(2) + 4 || off == OTHER + PLX_BAR_XLAT(4) + 4)
+		/*
+		 * A 64-bit translation is complete with its upper half; with the
+		 * A-LUT, BAR2's is checked once the driver switched it on or off.
+		 */
+		if ((off == OTHER + PLX_BAR_XLAT(2) + 4 && !m->split) ||
+		    off == OTHER + PLX_BAR_XLAT(4) + 4)
 			check_xlat(m, off == OTHER + PLX_BAR_XLAT(2) + 4 ? 2 : 4);
 	}
 	eval_line(m);
@@ -407,8 +458,9 @@ static ssize_t plx_model_show(struct device *dev, struct device_attribute *attr,
 {
 	struct plx_model *m = ((struct ivs_dev *)dev_get_drvdata(dev))->model;
 
-	return sysfs_emit(buf, "bad_xlat %d b2b_miss %d irqs %d\n", atomic_read(&m->bad_xlat),
-			  atomic_read(&m->b2b_miss), atomic_read(&m->irqs));
+	return sysfs_emit(buf, "bad_xlat %d b2b_miss %d irqs %d alut %u\n",
+			  atomic_read(&m->bad_xlat), atomic_read(&m->b2b_miss),
+			  atomic_read(&m->irqs), READ_ONCE(m->alut_entries));
 }
 static DEVICE_ATTR_RO(plx_model);
 
@@ -465,21 +517,21 @@ static int lib_get(struct plx_lib *lib)
 }
 
 /*
- * The chip as it comes out of reset and EEPROM load: NT0 on port 8, no A-LUT,
- * the port's link disabled until the driver enables it.
+ * The chip as it comes out of reset and EEPROM load: NT0 on port 8, its A-LUT
+ * on with plx_split, the port's link disabled until the driver enables it.
  */
 static void model_reset(struct plx_model *m)
 {
 	memset(m->regs, 0, SZ_256K);
-	reg_put(m->regs, PLX_PORT_CFG, MODEL_PORT << 8);
+	reg_put(m->regs, PLX_PORT_CFG, MODEL_PORT << 8 | (m->split ? BIT(30) : 0));
 	reg_put(m->regs, PORT_CTRL, BIT(MODEL_PORT & 7));
 	m->hwmask = PLX_DB_MASK;
 	m->link_err_mask = PLX_LINK_ERR_ALL;
 }
 
-int ivs_plx_model_create(struct ivs_dev *ivs)
+int ivs_plx_model_create(struct ivs_dev *ivs, unsigned int split)
 {
-	struct plx_params params = { .b2b = true };
+	struct plx_params params = { .b2b = true, .split = split };
 	struct plx_bar bars[6] = {};
 	struct device *dev = &ivs->pdev->dev;
 	struct plx_model *m;
@@ -510,6 +562,7 @@ int ivs_plx_model_create(struct ivs_dev *ivs)
 	spin_lock_init(&m->lock);
 	init_irq_work(&m->intx, intx_work);
 	INIT_DELAYED_WORK(&m->dl_work, dl_work);
+	m->split = split;
 	model_reset(m);
 	/* bits the peer rang before we were here are not ours */
 	ivs_rings_taken(ivs, m->seen, PLX_DB_MASK);
@@ -521,6 +574,9 @@ int ivs_plx_model_create(struct ivs_dev *ivs)
 	rc = m->lib.init(&m->plx, &model_io, m, dev, bars, &params);
 	if (rc)
 		goto err_lib;
+	/* the clients' buffers: BAR2's windows (its split), then window 1 */
+	ivs_add_bufs(ivs, 0, ivs->mw_size >> split, 1 << split);
+	ivs_add_bufs(ivs, ivs->mw_size, ivs->mw_size, 1);
 	ivs->model = m;
 	rc = sysfs_create_group(&dev->kobj, &model_group);
 	if (rc)
