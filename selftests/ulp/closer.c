@@ -4,7 +4,8 @@
 /*
  *   closer server ADDR PORT --rounds N --bytes B [--slow] [--seed S] [--hold FILE]
  *   closer client ADDR PORT --rounds N --bytes B [--how HOW] [--nonblock] [--seed S]
- *   closer flood ADDR PORT --rounds N [--secs S]
+ *   closer flood ADDR PORT --rounds N [--secs S] [--life-ms MS]
+ *   closer churn ADDR PORT [--secs S]
  *
  * The commonest socket pattern there is (an HTTP/1.0 server, `cat file | ncat`,
  * any program that exits after its last write): the client connects with the
@@ -58,7 +59,15 @@
  * with a kernel that stalls their handshakes (ntbsmc's fault point client_silent),
  * the load of a host that keeps opening connections that offer ntbsmc and never
  * speak. It prints how many it opened, and how many of those it closed had TCP
- * established.
+ * established. With --life-ms each connection lives MS instead, and sends one
+ * byte as soon as it is writable.
+ *
+ * churn makes listeners with the ULP over and over for S seconds (socket,
+ * bind, listen; what comes in the next 3 ms is accepted and closed; close),
+ * against a flood with --life-ms 50: listeners close while children are being
+ * cloned from them, mid-handshake and in their accept queue, and children are
+ * cloned from a listener just made (issue 18's findings 2, 3 and 11). It
+ * prints how many listeners it made and connections it accepted.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -95,6 +104,7 @@ static struct {
 	size_t bytes;
 	bool slow, nonblock;
 	unsigned long secs;
+	unsigned long life_ms;		/* flood: 0 is 1.5 s, and silent */
 	unsigned long long seed;	/* 0: every round as the options say */
 	const char *hold;
 } opt = { .rounds = 1, .bytes = 131072, .how = "close", .secs = 10 };
@@ -568,23 +578,32 @@ static void run_flood(void)
 	struct addrinfo *ai = resolve();
 	double *born = calloc(opt.rounds, sizeof(double));
 	int *fds = calloc(opt.rounds, sizeof(int));
+	bool *sent = calloc(opt.rounds, sizeof(bool));
+	double life = opt.life_ms ? opt.life_ms / 1000.0 : 1.5;
 	unsigned long i, opened = 0, up = 0;
 	double end = now_s() + opt.secs;
 	struct tcp_info ti;
 	socklen_t len;
 
-	if (!fds || !born)
+	if (!fds || !born || !sent)
 		die("calloc");
 	signal(SIGTERM, on_term);
-	/* staggered over the first 1.5 s */
+	/* staggered over the first lifetime */
 	for (i = 0; i < opt.rounds; i++) {
 		fds[i] = connect_nonblock(ai);
-		born[i] = now_s() - 1.5 * i / opt.rounds;
+		born[i] = now_s() - life * i / opt.rounds;
 		opened++;
 	}
 	while (now_s() < end && !flood_stop) {
 		for (i = 0; i < opt.rounds; i++) {
-			if (now_s() - born[i] < 1.5)
+			struct pollfd p = { .fd = fds[i], .events = POLLOUT };
+
+			if (opt.life_ms && !sent[i] && poll(&p, 1, 0) > 0 &&
+			    !(p.revents & (POLLERR | POLLHUP))) {
+				(void)!send(fds[i], "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+				sent[i] = true;
+			}
+			if (now_s() - born[i] < life)
 				continue;
 			len = sizeof(ti);
 			if (!getsockopt(fds[i], SOL_TCP, TCP_INFO, &ti, &len) &&
@@ -593,25 +612,58 @@ static void run_flood(void)
 			close(fds[i]);
 			fds[i] = connect_nonblock(ai);
 			born[i] = now_s();
+			sent[i] = false;
 			opened++;
 		}
-		usleep(5000);
+		usleep(opt.life_ms ? 1000 : 5000);
 	}
 	for (i = 0; i < opt.rounds; i++)
 		close(fds[i]);
 	printf("{\"flood\": %lu, \"opened\": %lu, \"established\": %lu}\n", opt.rounds,
 	       opened, up);
+	free(sent);
 	free(fds);
 	free(born);
 	freeaddrinfo(ai);
 	exit(0);
 }
 
+/* Listeners with the ULP, made and closed over and over. */
+static void run_churn(void)
+{
+	struct addrinfo *ai = resolve();
+	unsigned long made = 0, accepted = 0;
+	double end = now_s() + opt.secs, until;
+	int one = 1, l, c;
+
+	while (now_s() < end) {
+		l = ulp_socket(ai->ai_family);
+		if (setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+			die("SO_REUSEADDR");
+		if (bind(l, ai->ai_addr, ai->ai_addrlen))
+			die("bind");
+		if (listen(l, 64) || fcntl(l, F_SETFL, O_NONBLOCK))
+			die("listen");
+		made++;
+		for (until = now_s() + 0.003; now_s() < until;) {
+			c = accept(l, NULL, NULL);
+			if (c >= 0) {
+				accepted++;
+				close(c);
+			}
+		}
+		close(l);
+	}
+	printf("{\"listeners\": %lu, \"accepted\": %lu}\n", made, accepted);
+	freeaddrinfo(ai);
+	exit(0);
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: closer server|client|flood ADDR PORT [--rounds N] [--bytes B] "
+	fprintf(stderr, "usage: closer server|client|flood|churn ADDR PORT [--rounds N] [--bytes B] "
 			"[--slow] [--how close|shutdown|exit|linger|unspec|handshake] [--nonblock] "
-			"[--secs S] "
+			"[--secs S] [--life-ms MS] "
 			"[--seed S] [--hold FILE]\n");
 	exit(2);
 }
@@ -624,7 +676,8 @@ int main(int argc, char **argv)
 	if (argc < 4)
 		usage();
 	server = !strcmp(argv[1], "server");
-	if (!server && strcmp(argv[1], "client") && strcmp(argv[1], "flood"))
+	if (!server && strcmp(argv[1], "client") && strcmp(argv[1], "flood") &&
+	    strcmp(argv[1], "churn"))
 		usage();
 	opt.addr = argv[2];
 	opt.port = argv[3];
@@ -641,6 +694,8 @@ int main(int argc, char **argv)
 			opt.nonblock = true;
 		else if (!strcmp(argv[i], "--secs") && i + 1 < argc)
 			opt.secs = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--life-ms") && i + 1 < argc)
+			opt.life_ms = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			opt.seed = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--hold") && i + 1 < argc && server)
@@ -656,6 +711,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(argv[1], "flood"))
 		run_flood();
+	if (!strcmp(argv[1], "churn"))
+		run_churn();
 	if (server)
 		run_server();
 	else
