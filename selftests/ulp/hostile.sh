@@ -7,6 +7,8 @@
 #     the buffer is held until the peer acknowledges (finding 4 of issue 18)
 #   - the link going down under a connection: reset within a bound; TCP while it
 #     is down; NTB again once it is back
+#   - the port unbound while a handshake has found it and not yet written the
+#     peer's control block (finding 7 of issue 18)
 #   - the port unbound while a send or a receive waits for a user page that
 #     faults (userfaultfd): the unbind does not wait for it
 source "$REPO/selftests/lib.sh"
@@ -217,6 +219,55 @@ barrier rebound
 ulp_wait_active
 xfer_one after_down "--ulp" "--ulp --bytes 100000"
 check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
+
+# Finding 7: host a's port is unbound while a server handshake holds a buffer
+# of it and has not yet written the client's control block through the
+# peer's window (server_attach_delay: 3 s after the PROPOSAL; both hosts'
+# handshakes wait 10 s for an answer meanwhile). The unbind unmaps that
+# window, and the link loss resets the connection (past its PROPOSAL a
+# handshake resets rather than fall back); when the server's handshake wakes
+# it must find the device gone and write nothing. On 5cdd1ae it wrote through
+# the unmapped window. Then a connection runs over NTB again.
+attach_held() { [ "$(cat $FAULTS/server_attach_delay/times)" = 0 ]; }
+# ended_clean JSON: reset, or over TCP with every byte
+ended_clean() {
+	[ "$(jfield "$1" outcome)" = reset ] ||
+		[ "$(jfield "$1" mode)/$(jfield "$1" intact)" = tcp/true ]
+}
+port=$((port + 1))
+hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
+run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms=10000
+barrier attach-timeout
+if [ "$ROLE" = a ]; then
+	fault_set server_attach_delay 1 3000 $port
+	inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >"$WORK/attach.json" &
+	srv=$!
+	wait_for 90 "server on $port" pid_listening $srv $port
+	barrier attach-listening
+	# the fault point's one hit: the handshake sleeps before its attach
+	wait_for 60 "the handshake at its attach" attach_held
+	port_unbind
+	wait $srv
+	# the handshake woke after the unbind, and is over
+	nap 3
+	fault_clear server_attach_delay
+	out=$(tail -1 "$WORK/attach.json")
+	log "unbound before the attach, server: $out"
+	check "unbound before the attach, server: $out" ended_clean "$out"
+	port_bind
+else
+	barrier attach-listening
+	inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 100000 --both \
+		>"$WORK/attach.json"
+	out=$(tail -1 "$WORK/attach.json")
+	log "unbound before the attach, client: $out"
+	check "unbound before the attach, client: $out" ended_clean "$out"
+fi
+barrier attach-rebound
+run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms="$hs_ms"
+wait_for 60 "ntbsmc link active on $NTB" dev_active
+xfer_one after_attach "--ulp" "--ulp --bytes 100000"
+check "after the port returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
 
 # Finding 8: a copy whose user page faults and stays faulting (userfaultfd; a
 # buffer on FUSE can do the same) must not hold up the NTB port's teardown,
