@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The stress tier: PAIRS connections at once between the two hosts, in five
+# The stress tier: PAIRS connections at once between the two hosts, in six
 # phases, every transfer checked byte for byte by its reader, seeded and
 # reproducible (STRESS_SEED, STRESS_ROUNDS):
 #
@@ -23,6 +23,11 @@
 #   unbind  4 MiB both ways (a reset is an outcome), and host b's NTB port is
 #           unbound at a random moment, some connections in their handshake,
 #           and bound again: what completed is intact, then NTB again.
+#   unbinds host b keeps 100 handshakes in flight (closer flood) and unbinds
+#           its port at a random moment, STRESS_UNBINDS (6) times: handshakes
+#           between their PROPOSAL and their attach while the window is
+#           unmapped (finding 7 of issue 18: on 5cdd1ae, 100 in flight and 20
+#           unbinds gave 13 oopses in ntbsmc_conn_attach() at 3 of them).
 #
 # After each phase both hosts are idle again: no receive buffer, orphan,
 # connection, link-group connection or pinned page left (the harness then
@@ -53,6 +58,11 @@ for i in $(seq $pairs); do
 	victims+=("$((RANDOM % 2)) 0.$((RANDOM % 10))")
 done
 unbind_when=0.$((1 + RANDOM % 9))
+unbinds=${STRESS_UNBINDS:-6}
+unbinds_when=()
+for i in $(seq "$unbinds"); do
+	unbinds_when+=("$((1 + RANDOM % 3)).$((RANDOM % 10))")
+done
 ulp_wait_active
 dma_paths 65536 262144	# the defaults: each path by the size of the write
 
@@ -70,7 +80,7 @@ idle() {
 	lgr=$(cli -j lgr show)
 	conns=$(cli -j conn show)
 	[ "$(jfield "$dev" buffers)" = 0 ] && [ "$(jfield "$dev" orphans)" = 0 ] &&
-		[[ ! $lgr =~ \"conns\":\ *[1-9] ]] && [[ $conns != *local_port* ]] &&
+		[[ ! $lgr =~ \"connections\":\ *[1-9] ]] && [[ $conns != *local_port* ]] &&
 		pins_balanced
 }
 
@@ -246,6 +256,37 @@ if phase unbind; then
 	barrier rebound
 	ulp_wait_active
 	phase_end unbind
+fi
+
+# --- unbinds: the port goes away under 100 handshakes, again and again
+if phase unbinds; then
+	for i in $(seq "$unbinds"); do
+		port=$((port + 1))
+		if [ "$ROLE" = a ]; then
+			inns "$CLOSER" server "$MY_IP" $port --rounds 1000000 --bytes 1 \
+				>/dev/null 2>&1 &
+			srv=$!
+			wait_for 90 "server on $port" pid_listening $srv $port
+			barrier "unbinds$i-listening"
+			barrier "unbinds$i-unbound"
+			kill $srv
+			wait $srv 2>/dev/null
+		else
+			barrier "unbinds$i-listening"
+			inns "$CLOSER" flood "$PEER_IP" $port --rounds 100 --secs 6 \
+				>"$WORK/unbinds$i.json" 2>&1 &
+			fl=$!
+			nap "${unbinds_when[$((i - 1))]}"
+			port_unbind
+			wait $fl
+			log "unbinds $i: $(cat "$WORK/unbinds$i.json")"
+			port_bind
+			barrier "unbinds$i-unbound"
+		fi
+		barrier "unbinds$i-done"
+		ulp_wait_active
+	done
+	phase_end unbinds
 fi
 
 xfer_one after "--ulp" "--ulp --bytes 1000000 --both"
