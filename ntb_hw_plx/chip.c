@@ -586,10 +586,9 @@ void plx_ntb_uninit(struct plx_ntb *plx)
 }
 EXPORT_SYMBOL_GPL(plx_ntb_uninit);
 
-static u64 plx_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
-			  enum ntb_width *width)
+/* The PCIe link of the NT port: up when it has a width. */
+static bool phys_link(struct plx_ntb *plx, enum ntb_speed *speed, enum ntb_width *width)
 {
-	struct plx_ntb *plx = ntb_to_plx(ntb);
 	u16 sta = plx->ops->lnksta(plx->io);
 	unsigned int w = 0;
 
@@ -599,7 +598,33 @@ static u64 plx_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
 		*speed = w ? (enum ntb_speed)(sta & PCI_EXP_LNKSTA_CLS) : NTB_SPEED_NONE;
 	if (width)
 		*width = w ? (enum ntb_width)w : NTB_WIDTH_NONE;
-	return w ? 1 : 0;
+	return w;
+}
+
+/* The link as last reported (plx_ntb_check_link()), with its speed and width. */
+static u64 plx_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
+			  enum ntb_width *width)
+{
+	struct plx_ntb *plx = ntb_to_plx(ntb);
+	bool up = phys_link(plx, speed, width) && READ_ONCE(plx->link_up);
+
+	if (!up && speed)
+		*speed = NTB_SPEED_NONE;
+	if (!up && width)
+		*width = NTB_WIDTH_NONE;
+	return up ? 1 : 0;
+}
+
+/*
+ * B2B: the peer chip answers through the B2B window. After a link loss its
+ * link side comes back reset, and until its driver has set it up again our
+ * scratchpad and doorbell writes to it are lost: a client that announced
+ * itself then would wait for ever. Its NT port's ID cannot read all ones.
+ */
+static bool peer_answers(struct plx_ntb *plx)
+{
+	return !b2b(plx) ||
+	       !all_ones(plx->ops->rd32(plx->io, PLX_SPACE_B2B, our_page(plx) + PCI_VENDOR_ID));
 }
 
 /* Doorbells that came before the link was reported up: unmasked, they fire again. */
@@ -627,17 +652,19 @@ static void release_held(struct plx_ntb *plx)
  */
 void plx_ntb_check_link(struct plx_ntb *plx)
 {
-	bool up = plx_link_is_up(&plx->ntb, NULL, NULL);
+	bool phys = phys_link(plx, NULL, NULL), up;
 
 	mutex_lock(&plx->cfg_lock);
-	if (!up && plx->link_up) {
+	if (!phys && plx->phys_up) {
 		/* lost: whatever reset the link reset the link side too */
 		set_bit(PLX_REINIT, &plx->flags);
-	} else if (up && test_and_clear_bit(PLX_REINIT, &plx->flags)) {
+	} else if (phys && test_and_clear_bit(PLX_REINIT, &plx->flags)) {
 		/* a DL_Down during the set-up sets the bit again: once more then */
 		plx_ntb_setup(plx);
 		dev_info(plx->dev, "link back, chip set up again\n");
 	}
+	plx->phys_up = phys;
+	up = phys && peer_answers(plx);
 	mutex_unlock(&plx->cfg_lock);
 	if (up != plx->link_up) {
 		WRITE_ONCE(plx->link_up, up);

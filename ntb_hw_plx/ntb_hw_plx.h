@@ -182,7 +182,9 @@ struct plx_ntb {
 	 */
 	struct mutex cfg_lock;
 	unsigned long flags;		/* PLX_REINIT */
-	bool link_up;			/* as last reported to the NTB core */
+	bool phys_up;			/* the PCIe link, as last polled */
+	bool link_up;			/* as last reported to the NTB core: the
+					 * link up and, B2B, the peer chip set up */
 	struct delayed_work link_work;	/* polls the PCIe link: no link-up IRQ */
 	unsigned int link_poll_ms;
 };

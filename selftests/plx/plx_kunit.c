@@ -45,6 +45,7 @@ struct plx_fake {
 	u16 lnksta;
 	bool gone;			/* every read: all ones (surprise removal) */
 	bool regs_gone;			/* only rd32: all ones */
+	bool peer_silent;		/* B2B reads: all ones (peer not set up) */
 	/* a register that ignores writes until it has been read ro_reads times */
 	enum plx_space ro_space;
 	u32 ro_off;
@@ -85,7 +86,8 @@ static u32 fake_rd32(void *io, enum plx_space space, u32 off)
 	struct plx_fake *f = io;
 	u32 val;
 
-	if (f->gone || f->regs_gone || fake_bad(f, off))
+	if (f->gone || f->regs_gone || fake_bad(f, off) ||
+	    (space == PLX_SPACE_B2B && f->peer_silent))
 		return ~0U;
 	val = fake_regs(f, space)[off / 4];
 	if (fake_is_ro(f, space, off) && f->ro_reads != UINT_MAX)
@@ -921,10 +923,13 @@ static void dl_down(struct kunit *test)
 
 	skip_writes(env);
 	f->lnksta = LNKSTA_UP_X4;
+	/* up once the link work saw it */
+	KUNIT_EXPECT_EQ(test, env->ops->link_is_up(env->ntb, &speed, &width), 0ULL);
+	KUNIT_EXPECT_EQ(test, speed, NTB_SPEED_NONE);
+	plx_ntb_check_link(env->plx);
 	KUNIT_EXPECT_EQ(test, env->ops->link_is_up(env->ntb, &speed, &width), 1ULL);
 	KUNIT_EXPECT_EQ(test, speed, NTB_SPEED_GEN1);
 	KUNIT_EXPECT_EQ(test, width, NTB_WIDTH_4);
-	plx_ntb_check_link(env->plx);
 	EXPECT_NO_WRITE(test, env);
 
 	/* a correctable error: cleared, nothing set up again */
@@ -953,6 +958,44 @@ static void dl_down(struct kunit *test)
 		      rid_lut_nt0v, win_bar2_b2b64_clear, win_bar4_b2b64_clear, link_cmd_nt0);
 	/* once only */
 	plx_ntb_check_link(env->plx);
+	EXPECT_NO_WRITE(test, env);
+}
+
+/*
+ * B2B: the PCIe link is up but the peer chip does not answer through the B2B
+ * window (its link side reset, not yet set up again): the link stays down for
+ * the clients, whose scratchpad and doorbell writes would be lost, and comes
+ * up once the peer answers. The set-up after a link loss does not wait for it.
+ */
+static void peer_silent(struct kunit *test)
+{
+	struct plx_env *env = plx_up(test, &lay_b2b64);
+	struct plx_fake *f = &env->fake;
+
+	skip_writes(env);
+	f->peer_silent = true;
+	f->lnksta = LNKSTA_UP_X4;
+	plx_ntb_check_link(env->plx);
+	KUNIT_EXPECT_FALSE(test, env->plx->link_up);
+	KUNIT_EXPECT_EQ(test, env->ops->link_is_up(env->ntb, NULL, NULL), 0ULL);
+	f->peer_silent = false;
+	plx_ntb_check_link(env->plx);
+	KUNIT_EXPECT_TRUE(test, env->plx->link_up);
+	KUNIT_EXPECT_EQ(test, env->ops->link_is_up(env->ntb, NULL, NULL), 1ULL);
+	EXPECT_NO_WRITE(test, env);
+
+	/* lost and back, the peer still silent: set up again, reported down */
+	f->lnksta = 0;
+	plx_ntb_check_link(env->plx);
+	f->lnksta = LNKSTA_UP_X4;
+	f->peer_silent = true;
+	plx_ntb_check_link(env->plx);
+	EXPECT_WRITES(test, env, b2b_bar0_at_bar4, b2b_out_bar2_bar4, rid_lut_link_nt0,
+		      rid_lut_nt0v, win_bar2_b2b64_clear, win_bar4_b2b64_clear, link_cmd_nt0);
+	KUNIT_EXPECT_FALSE(test, env->plx->link_up);
+	f->peer_silent = false;
+	plx_ntb_check_link(env->plx);
+	KUNIT_EXPECT_TRUE(test, env->plx->link_up);
 	EXPECT_NO_WRITE(test, env);
 }
 
@@ -1144,6 +1187,7 @@ static struct kunit_case plx_cases[] = {
 	KUNIT_CASE(doorbells),
 	KUNIT_CASE(doorbells_held),
 	KUNIT_CASE(dl_down),
+	KUNIT_CASE(peer_silent),
 	KUNIT_CASE(surprise_removal),
 	KUNIT_CASE(unbind),
 	KUNIT_CASE(split_invalid),
