@@ -15,7 +15,8 @@
 #           path, maybe in flight), disconnects with connect(AF_UNSPEC) at once,
 #           reconnects the socket and writes the round's bytes there (TCP now):
 #           the old connection's reader gets a prefix of its own bytes only,
-#           the new one all of its bytes; every old connection was NTB.
+#           the new one all of its bytes; every old connection was NTB at its
+#           client (the disconnect may reset the server's end mid-handshake).
 #   dma     the same as mixed while the software engine fails a descriptor and slows
 #           down at random: the failed ranges are rewritten, nothing is lost.
 #   kill    1 GiB both ways, and one end of each pair is killed (SIGKILL) at a
@@ -133,8 +134,11 @@ closers() {
 		check "$name $i: closer $ROLE exited $rc: $(cat "$WORK/$name$i.json")" [ $rc = 0 ]
 		check "$name $i: $(jfield "$out" lost) of $rounds rounds lost bytes" \
 			[ "$(jfield "$out" lost)" = 0 ]
-		check "$name $i: $(jfield "$out" ntb) of $rounds rounds over NTB" \
-			[ "$(jfield "$out" ntb)" = "$rounds" ]
+		# unspec: the client's disconnect may reset a server handshake
+		# still reading the CONFIRM that made the client's end NTB
+		[ "$how" = unspec ] && [ "$ROLE" = a ] ||
+			check "$name $i: $(jfield "$out" ntb) of $rounds rounds over NTB" \
+				[ "$(jfield "$out" ntb)" = "$rounds" ]
 		ntb=$((ntb + $(jfield "$out" ntb_bytes)))
 		wrote=$((wrote + $(jfield "$out" bytes)))
 	done
