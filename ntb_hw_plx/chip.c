@@ -681,8 +681,9 @@ EXPORT_SYMBOL_GPL(plx_ntb_check_link);
  * @plx: the port
  *
  * INTx is level-triggered and stays asserted while an unmasked doorbell is
- * pending, so the bits reported are masked until the client clears them
- * (plx_db_clear()); the client's own mask is kept apart. Any context: a
+ * pending, so the bits reported are masked until the client clears or
+ * unmasks them (plx_db_clear(), plx_db_clear_mask()); the client's own mask
+ * is kept apart. Any context: a
  * backend calls it from its interrupt handler, a model from an irq_work.
  */
 irqreturn_t plx_ntb_isr(struct plx_ntb *plx)
@@ -988,9 +989,17 @@ static int plx_db_clear_mask(struct ntb_dev *ntb, u64 db_bits)
 
 	if (db_bits & ~PLX_DB_MASK)
 		return -EINVAL;
+	/*
+	 * Unmasking delivers what is pending, as the NTB API promises: a bit
+	 * the ISR reported and masked fires once more even if nobody cleared
+	 * it. Left masked, a bit reported while no client was bound (or to one
+	 * that went away before clearing it) stayed masked for the next client,
+	 * and the peer's doorbells on it were lost for good.
+	 */
 	spin_lock_irqsave(&plx->db_lock, flags);
 	WRITE_ONCE(plx->db_mask, plx->db_mask & ~db_bits);
-	unmask = db_bits & ~(plx->db_irq_masked | plx->db_held);
+	plx->db_irq_masked &= ~db_bits;
+	unmask = db_bits & ~plx->db_held;
 	if (unmask)
 		our_wr(plx, db_reg_mask_clear(plx), unmask);
 	spin_unlock_irqrestore(&plx->db_lock, flags);
