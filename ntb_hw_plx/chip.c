@@ -29,6 +29,7 @@
 
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/log2.h>
 #include <linux/slab.h>
@@ -528,6 +529,96 @@ int plx_ntb_init(struct plx_ntb *plx, const struct plx_io_ops *ops, void *io,
 }
 EXPORT_SYMBOL_GPL(plx_ntb_init);
 
+/* The PCIe link of the NT port: up when it has a width. */
+static bool phys_link(struct plx_ntb *plx, enum ntb_speed *speed, enum ntb_width *width)
+{
+	u16 sta = plx->ops->lnksta(plx->io);
+	unsigned int w = 0;
+
+	if (sta != U16_MAX)
+		w = (sta & PCI_EXP_LNKSTA_NLW) >> PCI_EXP_LNKSTA_NLW_SHIFT;
+	if (speed)
+		*speed = w ? (enum ntb_speed)(sta & PCI_EXP_LNKSTA_CLS) : NTB_SPEED_NONE;
+	if (width)
+		*width = w ? (enum ntb_width)w : NTB_WIDTH_NONE;
+	return w;
+}
+
+/*
+ * debugfs: ntb_hw_plx/<device>/info, the port as the driver sees it and the
+ * chip's doorbell and link-error registers, for bring-up and for a doorbell
+ * that seems lost (client mask, what the ISR masked and holds, what is pending).
+ */
+static struct dentry *plx_debugfs_root;
+
+static int info_show(struct seq_file *s, void *unused)
+{
+	struct plx_ntb *plx = s->private;
+	enum ntb_speed speed;
+	enum ntb_width width;
+	unsigned long flags;
+	u16 mask, irq_masked, held;
+	bool phys;
+	int i, j;
+
+	phys = phys_link(plx, &speed, &width);
+	seq_printf(s, "NT%u %s, port %u, %s mode, A-LUT entries %u, split %u\n",
+		   plx->ntx, plx->link_side ? "Link" : "Virtual", plx->port,
+		   b2b(plx) ? "NTB-to-NTB" : "NTB-to-Root-Port", plx->alut * 128,
+		   plx->split);
+	seq_printf(s, "link: reported %s, PCIe %s (x%d, gen %d)%s\n",
+		   READ_ONCE(plx->link_up) ? "up" : "down", phys ? "up" : "down",
+		   width, speed, test_bit(PLX_REINIT, &plx->flags) ?
+		   ", set-up due at link up" : "");
+	spin_lock_irqsave(&plx->db_lock, flags);
+	mask = plx->db_mask;
+	irq_masked = plx->db_irq_masked;
+	held = plx->db_held;
+	spin_unlock_irqrestore(&plx->db_lock, flags);
+	seq_printf(s, "doorbells: client mask %#06x, masked by the ISR %#06x, held for link up %#06x\n",
+		   mask, irq_masked, held);
+	seq_printf(s, "chip: doorbells pending %#010x, mask %#010x\n",
+		   our_rd(plx, db_reg_set(plx)), our_rd(plx, db_reg_mask_set(plx)));
+	if (!plx->link_side)
+		seq_printf(s, "chip: link errors %#010x, mask %#010x\n",
+			   our_rd(plx, PLX_LINK_ERR), our_rd(plx, PLX_LINK_ERR_MASK));
+	mutex_lock(&plx->cfg_lock);
+	for (i = 0; i < plx->nr_mw; i++) {
+		struct plx_mw *mw = &plx->mw[i];
+
+		seq_printf(s, "BAR%d: %pa, size %pa%s%s\n", mw->bar, &mw->phys,
+			   &mw->size, mw->is64 ? ", 64-bit" : "",
+			   i == plx->b2b_mw ? ", B2B" : "");
+		for (j = 0; j < PLX_MAX_SPLIT && mw->xlat[j].size; j++)
+			seq_printf(s, "  inbound %d: %pad, size %pa\n", j,
+				   &mw->xlat[j].addr, &mw->xlat[j].size);
+	}
+	mutex_unlock(&plx->cfg_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(info);
+
+static void plx_debugfs_add(struct plx_ntb *plx)
+{
+	if (!plx_debugfs_root)
+		return;
+	plx->dbgfs = debugfs_create_dir(dev_name(plx->dev), plx_debugfs_root);
+	debugfs_create_file("info", 0400, plx->dbgfs, plx, &info_fops);
+}
+
+/* The module's debugfs directory; without it the ports have none. */
+void plx_debugfs_init(void)
+{
+	plx_debugfs_root = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	if (IS_ERR(plx_debugfs_root))
+		plx_debugfs_root = NULL;
+}
+
+void plx_debugfs_exit(void)
+{
+	debugfs_remove_recursive(plx_debugfs_root);
+}
+
 /**
  * plx_ntb_register() - registers the port with the NTB core
  * @plx:	initialised, its interrupt handler in place
@@ -542,6 +633,7 @@ int plx_ntb_register(struct plx_ntb *plx, struct pci_dev *pdev)
 	if (ret)
 		return ret;
 	schedule_delayed_work(&plx->link_work, 0);
+	plx_debugfs_add(plx);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(plx_ntb_register);
@@ -549,6 +641,9 @@ EXPORT_SYMBOL_GPL(plx_ntb_register);
 /* The clients are gone when this returns; no link event follows. */
 void plx_ntb_unregister(struct plx_ntb *plx)
 {
+	/* waits for its readers: none touches @plx afterwards */
+	debugfs_remove_recursive(plx->dbgfs);
+	plx->dbgfs = NULL;
 	ntb_unregister_device(&plx->ntb);
 	cancel_delayed_work_sync(&plx->link_work);
 }
@@ -585,21 +680,6 @@ void plx_ntb_uninit(struct plx_ntb *plx)
 	mutex_destroy(&plx->cfg_lock);
 }
 EXPORT_SYMBOL_GPL(plx_ntb_uninit);
-
-/* The PCIe link of the NT port: up when it has a width. */
-static bool phys_link(struct plx_ntb *plx, enum ntb_speed *speed, enum ntb_width *width)
-{
-	u16 sta = plx->ops->lnksta(plx->io);
-	unsigned int w = 0;
-
-	if (sta != U16_MAX)
-		w = (sta & PCI_EXP_LNKSTA_NLW) >> PCI_EXP_LNKSTA_NLW_SHIFT;
-	if (speed)
-		*speed = w ? (enum ntb_speed)(sta & PCI_EXP_LNKSTA_CLS) : NTB_SPEED_NONE;
-	if (width)
-		*width = w ? (enum ntb_width)w : NTB_WIDTH_NONE;
-	return w;
-}
 
 /* The link as last reported (plx_ntb_check_link()), with its speed and width. */
 static u64 plx_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,

@@ -187,6 +187,7 @@ struct plx_ntb {
 					 * link up and, B2B, the peer chip set up */
 	struct delayed_work link_work;	/* polls the PCIe link: no link-up IRQ */
 	unsigned int link_poll_ms;
+	struct dentry *dbgfs;		/* debugfs: ntb_hw_plx/<device>/ */
 };
 
 static inline struct plx_ntb *ntb_to_plx(struct ntb_dev *ntb)
@@ -204,6 +205,8 @@ void plx_ntb_unregister(struct plx_ntb *plx);
 void plx_ntb_uninit(struct plx_ntb *plx);
 irqreturn_t plx_ntb_isr(struct plx_ntb *plx);
 void plx_ntb_check_link(struct plx_ntb *plx);
+void plx_debugfs_init(void);
+void plx_debugfs_exit(void);
 int plx_parse_rids(struct plx_params *params, const char *list, struct device *dev);
 
 extern const struct ntb_dev_ops plx_ntb_ops;

@@ -231,18 +231,25 @@ static struct pci_driver plx_pci_driver = {
 
 static int __init plx_pci_init(void)
 {
+	int ret;
+
 	if (split > PLX_MAX_SPLIT_ORDER) {
 		pr_err(DRV_NAME ": split=%u: at most %u (2^%u windows)\n", split,
 		       PLX_MAX_SPLIT_ORDER, PLX_MAX_SPLIT_ORDER);
 		return -EINVAL;
 	}
-	return pci_register_driver(&plx_pci_driver);
+	plx_debugfs_init();
+	ret = pci_register_driver(&plx_pci_driver);
+	if (ret)
+		plx_debugfs_exit();
+	return ret;
 }
 module_init(plx_pci_init);
 
 static void __exit plx_pci_exit(void)
 {
 	pci_unregister_driver(&plx_pci_driver);
+	plx_debugfs_exit();
 }
 module_exit(plx_pci_exit);
 
