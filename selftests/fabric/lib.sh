@@ -53,3 +53,14 @@ tool_windows_clear() {
 		[ -e "$f" ] && echo 0 >"$f"
 	done
 }
+
+# port_state: the port's doorbell and link state, for a failure's message: what
+# ntb_hw_plx sees (debugfs) and, on the emulated fabric, what the modelled chip
+# holds.
+port_state() {
+	local f
+	for f in "/sys/bus/pci/devices/$NTB/plx_model" "$NTB_DBG/ntb_hw_plx/$NTB/info"; do
+		[ -r "$f" ] && sed "s|^|# [$ROLE] ${f##*/}: |" "$f"
+	done
+	return 0
+}

@@ -1,19 +1,41 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # ntb_pingpong over the emulated fabric: doorbells and scratchpads bounce between the
-# ports; its counter must keep growing on both hosts.
+# ports as fast as they can (delay_ms=1). Each bounce is one doorbell that must
+# arrive: one lost stops the game on both hosts, so the counter must keep growing
+# on both for the whole watch (PINGPONG_SECS, 20). A stall reports the port's
+# doorbell state as the driver and the modelled chip see it.
 source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/fabric/lib.sh"
 
 case $1 in
-setup) load_module ntb_pingpong delay_ms=50; exit ;;
+setup) load_module ntb_pingpong delay_ms=1; exit ;;
 cleanup) unload_module ntb_pingpong; exit ;;
 esac
 
+secs=${PINGPONG_SECS:-20}
 C=$NTB_DBG/ntb_pingpong/$NTB/count
 wait_for 30 "ntb_pingpong on $NTB" test -e "$C"
 barrier start
-wait_for 60 "pingpong count to pass 20 (now $(cat "$C"))" test "$(cat "$C")" -ge 20
+# grows [SECS]: the counter passes its value of now within SECS (10)
+grows() {
+	local last end=$(($(now_us) + ${1:-10} * 1000000))
+	last=$(cat "$C")
+	until [ "$(cat "$C")" -gt "$last" ]; do
+		if [ "$(now_us)" -gt "$end" ]; then
+			port_state
+			fail "pingpong count stuck at $last for ${1:-10}s: a doorbell lost?"
+		fi
+		nap
+	done
+}
+wait_for 60 "pingpong count to pass 20 (it was $(cat "$C") at the start)" \
+	test "$(cat "$C")" -ge 20
 first=$(cat "$C")
-wait_for 60 "pingpong count to grow past $first" test "$(cat "$C")" -gt "$((first + 10))"
-log "pingpong count $(cat "$C")"
+end=$(($(now_us) + secs * 1000000))
+while [ "$(now_us)" -lt "$end" ]; do
+	grows
+	sleep 1
+done
+log "pingpong count $first -> $(cat "$C") in ${secs}s"
 barrier done

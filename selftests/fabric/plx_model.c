@@ -456,11 +456,23 @@ static DEVICE_ATTR_RW(plx_gone);
 static ssize_t plx_model_show(struct device *dev, struct device_attribute *attr,
 			      char *buf)
 {
-	struct plx_model *m = ((struct ivs_dev *)dev_get_drvdata(dev))->model;
+	struct ivs_dev *ivs = dev_get_drvdata(dev);
+	struct plx_model *m = ivs->model;
+	u32 seen[PLX_NUM_DB];
+	unsigned long flags;
+	u16 pending, mask, unseen;
 
-	return sysfs_emit(buf, "bad_xlat %d b2b_miss %d irqs %d alut %u\n",
+	/* rings the peer counted that no interrupt of ours has taken yet */
+	spin_lock_irqsave(&m->lock, flags);
+	memcpy(seen, m->seen, sizeof(seen));
+	pending = m->pending;
+	mask = m->hwmask;
+	spin_unlock_irqrestore(&m->lock, flags);
+	unseen = ivs_rings_taken(ivs, seen, PLX_DB_MASK);
+	return sysfs_emit(buf, "bad_xlat %d b2b_miss %d irqs %d alut %u pending %#x mask %#x unseen %#x\n",
 			  atomic_read(&m->bad_xlat), atomic_read(&m->b2b_miss),
-			  atomic_read(&m->irqs), READ_ONCE(m->alut_entries));
+			  atomic_read(&m->irqs), READ_ONCE(m->alut_entries),
+			  pending, mask, unseen);
 }
 static DEVICE_ATTR_RO(plx_model);
 
