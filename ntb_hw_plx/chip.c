@@ -763,8 +763,8 @@ EXPORT_SYMBOL_GPL(plx_ntb_check_link);
  * INTx is level-triggered and stays asserted while an unmasked doorbell is
  * pending, so the bits reported are masked until the client clears or
  * unmasks them (plx_db_clear(), plx_db_clear_mask()); the client's own mask
- * is kept apart. Any context: a
- * backend calls it from its interrupt handler, a model from an irq_work.
+ * is kept apart. Any context: a backend calls it from its interrupt handler,
+ * a model from an irq_work.
  */
 irqreturn_t plx_ntb_isr(struct plx_ntb *plx)
 {

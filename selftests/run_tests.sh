@@ -210,8 +210,8 @@ check_boot() {
 
 # vm_run VM QEMU-ARGS...: starts VM (vm_start) and waits for it. A guest that
 # died before its init ran (no "guest-init: VM running job" on its console)
-# ran nothing of ours: under TCG the debug kernel's boot was seen to reset
-# silently, 7 s in, once in some fifty boots. It is booted again, once; its
+# ran nothing of ours: under TCG the debug kernel's boot was seen (once) to
+# reset silently 7 s in, with a two-VM boot beside it. It is booted again, once; its
 # console stays as console.VM.early.log, which check_boot reads for splats too.
 vm_run() {
 	local vm=$1

@@ -35,7 +35,7 @@ first=$(cat "$C")
 end=$(($(now_us) + secs * 1000000))
 while [ "$(now_us)" -lt "$end" ]; do
 	grows
-	sleep 1
+	nap 1
 done
 log "pingpong count $first -> $(cat "$C") in ${secs}s"
 barrier done
