@@ -872,13 +872,11 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	return err;
 }
 
-__poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
+/* What poll() reports, from the state conn_update() (returning @rc) just read. */
+static __poll_t conn_poll_mask(struct sock *sk, struct ntbsmc_conn *conn, int rc)
 {
 	__poll_t mask = 0;
-	int rc;
 
-	conn_check_tcp(sk, conn);
-	rc = conn_update(conn);
 	if (rc || READ_ONCE(conn->err))
 		mask |= EPOLLERR | EPOLLHUP | EPOLLIN | EPOLLRDNORM | EPOLLOUT;
 	if (conn_avail(conn))
@@ -892,20 +890,35 @@ __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
 		mask |= EPOLLOUT | EPOLLWRNORM;
 	if (sk->sk_shutdown & SEND_SHUTDOWN)
 		mask |= EPOLLOUT | EPOLLWRNORM;
+	return mask;
+}
+
+__poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
+{
+	__poll_t mask;
+	bool armed = false;
+
+	conn_check_tcp(sk, conn);
+	mask = conn_poll_mask(sk, conn, conn_update(conn));
 	if (mask & EPOLLERR)
 		return mask;
 	/* Whoever polls will sleep until something changes: ask for doorbells. */
 	if (!(mask & EPOLLIN)) {
 		conn_want(conn, NTBSMC_F_WANT_DATA, true);
-		if (!conn_update(conn) && conn_readable(conn))
-			mask |= EPOLLIN | EPOLLRDNORM;
+		armed = true;
 	}
 	if (!(mask & EPOLLOUT)) {
 		conn_want(conn, NTBSMC_F_WANT_SPACE, true);
-		if (!conn_update(conn) && conn_writable(conn))
-			mask |= EPOLLOUT | EPOLLWRNORM;
+		armed = true;
 	}
-	return mask;
+	if (!armed)
+		return mask;
+	/*
+	 * Whatever came before the peer saw our flags rang no doorbell: look
+	 * again, and report all of it (a shutdown seen only now is IN and RDHUP).
+	 */
+	ntbsmc_fault_delay(NTBSMC_FAULT_POLL_ARM_DELAY, sk);
+	return mask | conn_poll_mask(sk, conn, conn_update(conn));
 }
 
 /*

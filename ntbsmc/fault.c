@@ -34,6 +34,7 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_CLIENT_ANSWER_DELAY]	= "client_answer_delay",
 	[NTBSMC_FAULT_CLIENT_SILENT]		= "client_silent",
 	[NTBSMC_FAULT_TX_BAD_CURSOR]		= "tx_bad_cursor",
+	[NTBSMC_FAULT_POLL_ARM_DELAY]		= "poll_arm_delay",
 };
 
 static struct fault_point fault_points[NTBSMC_FAULT_NR];

@@ -28,6 +28,7 @@ enum ntbsmc_fault_point {
 	NTBSMC_FAULT_CLIENT_ANSWER_DELAY,	/* delay: HELLO sent, its answer left unread */
 	NTBSMC_FAULT_CLIENT_SILENT,	/* a client that offers ntbsmc, then stalls */
 	NTBSMC_FAULT_TX_BAD_CURSOR,	/* a send that publishes an impossible cursor */
+	NTBSMC_FAULT_POLL_ARM_DELAY,	/* delay: poll asked for doorbells, not yet looked again */
 	NTBSMC_FAULT_NR
 };
 

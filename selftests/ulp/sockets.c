@@ -1739,6 +1739,34 @@ static int t_poll_select(struct ctx *c)
 	return sync_send(c, "done");
 }
 
+/*
+ * The peer's shutdown(SHUT_WR) arriving while a poll that found nothing asks for
+ * doorbells: it reports IN and RDHUP, not IN alone. sockets.sh widens that moment
+ * with the fault point poll_arm_delay.
+ */
+static int t_poll_late_shutdown(struct ctx *c)
+{
+	int fd;
+
+	fd = data_conn(c);
+	if (fd < 0)
+		return R_FAIL;
+	if (c->srv) {
+		if (sync_wait(c, "polling", NULL, 0))
+			return R_FAIL;
+		msleep(100);
+		if (shutdown(fd, SHUT_WR))
+			return fail(c, "shutdown(SHUT_WR): %s", en(errno));
+		return sync_wait(c, "done", NULL, 0);
+	}
+	if (sync_send(c, "polling") ||
+	    poll_expect(c, fd, POLLIN | POLLRDHUP, 5000, POLLIN | POLLRDHUP,
+			"the peer's shutdown(SHUT_WR) while poll looked") ||
+	    expect_eof(c, fd, "after the peer's shutdown(SHUT_WR)"))
+		return R_FAIL;
+	return sync_send(c, "done");
+}
+
 /* epoll_wait on @ep for up to @ms: the events of the one fd (0 if none), -1 on error. */
 static int ep_wait(struct ctx *c, int ep, int ms)
 {
@@ -2717,6 +2745,7 @@ static const struct check checks[] = {
 	{ "rcvtimeo",		t_rcvtimeo,		20 },
 	{ "sndtimeo",		t_sndtimeo,		40 },
 	{ "poll_select",	t_poll_select,		40 },
+	{ "poll_late_shutdown",	t_poll_late_shutdown,	20 },
 	{ "epoll_lt",		t_epoll_lt,		20 },
 	{ "epoll_et",		t_epoll_et,		20 },
 	{ "half_close",		t_half_close,		20 },
