@@ -217,13 +217,51 @@ vm_run() {
 	local vm=$1
 	vm_start "$@"
 	vm_wait "$vm"
-	if [ ! -e "$RUN/rc.$vm" ] &&
-	   ! grep -aq "guest-init: $vm running job" "$RUN/console.$vm.log" 2>/dev/null; then
-		mv "$RUN/console.$vm.log" "$RUN/console.$vm.early.log"
+	if [ ! -e "$RUN/rc.$vm" ] && ! guest_up "$vm"; then
+		keep_early "$vm"
 		echo "# ${RUN##*/}: guest $vm died before its init ran (console.$vm.early.log): booting it again"
 		vm_start "$@"
 		vm_wait "$vm"
 	fi
+}
+
+# keep_early VM: the console of VM's boot that is to be retried becomes its
+# early log, which check_boot reads for splats; an empty one (a guest killed
+# before it printed anything) goes.
+keep_early() {
+	if [ -s "$RUN/console.$1.log" ]; then
+		mv "$RUN/console.$1.log" "$RUN/console.$1.early.log"
+	else
+		rm -f "$RUN/console.$1.log"
+	fi
+}
+
+# guest_up VM: VM's init has started its job.
+guest_up() {
+	grep -aq "guest-init: $1 running job" "$RUN/console.$1.log" 2>/dev/null
+}
+
+# pair_up DEADLINE: waits until both guests of the pair run their jobs (0), or
+# one has died before its init ran (1). Past DEADLINE (seconds) it gives up
+# waiting (0): the boot's own checks report what did not run.
+pair_up() {
+	local vm n
+	while [ "$SECONDS" -lt "$1" ]; do
+		n=0
+		for vm in a b; do
+			# (a guest that died is looked at again: it may have
+			# got there just before)
+			if guest_up $vm; then
+				n=$((n + 1))
+			elif ! kill -0 "$(vm_pid $vm)" 2>/dev/null; then
+				guest_up $vm || return 1
+				n=$((n + 1))
+			fi
+		done
+		[ $n = 2 ] && return 0
+		sleep 0.5
+	done
+	return 0
 }
 
 # onevm_boot PROFILE: one VM, two hosts in namespaces; the PEX-8749 profile's
@@ -294,8 +332,20 @@ twovm_boot() {
 	job a twovm a "${tests[@]}" fabric/peer_death.sh
 	job b twovm b "${tests[@]}" fabric/peer_death.sh
 	vm_start_pair
-	killed=""
 	deadline=$((SECONDS + VM_TIMEOUT))
+	# A guest dead before its init (see vm_run): the guests wait for each
+	# other, so both boot again, on a new fabric, once.
+	if ! pair_up $deadline; then
+		echo "# ${RUN##*/}: a guest died before its init ran: booting both again"
+		vm_cleanup
+		keep_early a
+		keep_early b
+		rm -rf "$RUN/sync" "$RUN/fabric.sock"
+		vm_server fabric || { record "not ok $boot/ivshmem_server"; return; }
+		vm_start_pair
+		deadline=$((SECONDS + VM_TIMEOUT))
+	fi
+	killed=""
 	while [ ! -e "$RUN/sync/b.dying" ] && [ $SECONDS -lt $deadline ] &&
 	      kill -0 "$(vm_pid b)" 2>/dev/null; do
 		sleep 0.2
