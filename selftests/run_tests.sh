@@ -408,18 +408,34 @@ host_tests() {
 }
 host_tests
 
+# guarded NAME CMD...: runs the boot CMD in a subshell. One whose script
+# failed (a harness error: an unset variable under set -u, say) would report
+# nothing, and nothing reported would not fail the run: it records a failure.
+guarded() {
+	local name=$1 rc
+	shift
+	("$@")
+	rc=$?
+	[ $rc = 0 ] && return
+	RUN=$TOP/harness-$name
+	mkdir -p "$RUN"
+	record "not ok $name/harness # the boot's script failed (exit $rc): see the output above"
+}
+
 # Two chains of boots side by side, of about the same length: the one-VM boots,
 # and the two VMs followed by the packages' boot. About four vCPUs on the host's
 # two CPUs at a time.
 (
 	for profile in default pex8749 plx; do
-		case " $BOOTS " in *" onevm-$profile "*) (onevm_boot "$profile") ;; esac
+		case " $BOOTS " in
+		*" onevm-$profile "*) guarded "onevm-$profile" onevm_boot "$profile" ;;
+		esac
 	done
 ) &
 pids=($!)
 (
-	case " $BOOTS " in *" twovm "*) (twovm_boot) ;; esac
-	case " $BOOTS " in *" pkg "*) (pkg_boot) ;; esac
+	case " $BOOTS " in *" twovm "*) guarded twovm twovm_boot ;; esac
+	case " $BOOTS " in *" pkg "*) guarded pkg pkg_boot ;; esac
 ) &
 pids+=($!)
 wait "${pids[@]}"
