@@ -896,23 +896,17 @@ static __poll_t conn_poll_mask(struct sock *sk, struct ntbsmc_conn *conn, int rc
 __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
 {
 	__poll_t mask;
-	bool armed = false;
 
 	conn_check_tcp(sk, conn);
 	mask = conn_poll_mask(sk, conn, conn_update(conn));
-	if (mask & EPOLLERR)
+	/* readable and writable (an error is both): nothing to wait for */
+	if ((mask & (EPOLLIN | EPOLLOUT)) == (EPOLLIN | EPOLLOUT))
 		return mask;
 	/* Whoever polls will sleep until something changes: ask for doorbells. */
-	if (!(mask & EPOLLIN)) {
+	if (!(mask & EPOLLIN))
 		conn_want(conn, NTBSMC_F_WANT_DATA, true);
-		armed = true;
-	}
-	if (!(mask & EPOLLOUT)) {
+	if (!(mask & EPOLLOUT))
 		conn_want(conn, NTBSMC_F_WANT_SPACE, true);
-		armed = true;
-	}
-	if (!armed)
-		return mask;
 	/*
 	 * Whatever came before the peer saw our flags rang no doorbell: look
 	 * again, and report all of it (a shutdown seen only now is IN and RDHUP).
