@@ -120,11 +120,13 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 	conn->tx_ctl = dev->peer_win + ntbsmc_ctl_off(slot);
 	/*
 	 * Fresh control block for the peer: cursors first, the token that makes
-	 * them current last.
+	 * them current last. WANT_DATA from the start: nobody reads yet (see
+	 * "Notifications" below).
 	 */
+	conn->my_flags |= NTBSMC_F_WANT_DATA;
 	writeq(0, &conn->tx_ctl->prod);
 	writeq(0, &conn->tx_ctl->cons);
-	iowrite32(0, &conn->tx_ctl->flags);
+	iowrite32(conn->my_flags, &conn->tx_ctl->flags);
 	wmb();	/* the peer reads the token, then the cursors (conn_read_peer()) */
 	iowrite32(conn->peer_token, &conn->tx_ctl->token);
 	spin_unlock_irqrestore(&conn->lock, flags);
@@ -451,10 +453,62 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
 }
 
 /*
- * Sets or clears one of our "want" flags; with a flush, so that the peer sees it
- * before we look at its cursors again.
+ * Notifications: who rings whom, and why no wakeup is lost.
+ *
+ * A side learns of the peer's progress by reading its own window (local
+ * memory); the peer tells it that something changed by an entry in its event
+ * ring and a doorbell (ntbsmc_dev_post_event()), which wakes the socket
+ * (ntbsmc_conn_event() -> conn_wake()). To spare doorbells the peer rings only
+ * for what we said we wait for: WANT_DATA (ring me when you produce) and
+ * WANT_SPACE (ring me when you consume), our flags in its window.
+ *
+ * The rule that makes it safe is a store-flush-load on each side (Dekker):
+ *
+ *   waiter (conn_want(on))           notifier (conn_notify())
+ *   1. writes WANT_x into the        1. writes payload, then its cursor
+ *      peer's window                    (ntbsmc_conn_publish_locked(): wmb
+ *   2. flushes it (conn_flush():        before and after), or its consumer
+ *      mb, then a read of the           cursor
+ *      peer's window that completes  2. flushes them (conn_flush())
+ *      only after the write landed)  3. reads the waiter's flags from its
+ *   3. reads the notifier's cursor      own window (conn_update()): WANT_x
+ *      from its own window              set: post an event and ring
+ *      (conn_update())
+ *
+ * Both writes are globally visible before either read, so either the waiter's
+ * read 3 sees the new cursor, or the notifier's read 3 sees WANT_x and rings.
+ * The flush is what makes a posted write across the link visible; on the
+ * emulated fabric the window is shared memory and the mb() alone orders it.
+ *
+ * When WANT_x is set. A waiter that sets it after it last looked has only
+ * itself to ask; but a waiter may also sleep without ever calling us again:
+ * edge-triggered epoll waits after a read that returned less than asked
+ * (nginx takes that as "drained", not EAGAIN), a SIGIO owner after its last
+ * read. So each flag is a state, not a request of one wait:
+ *
+ *  - WANT_DATA is set whenever no recvmsg() is copying: from the attach
+ *    (ntbsmc_conn_attach()) on, and again by every recvmsg() before it returns
+ *    (conn_rx_arm(), steps 1-3, copying what step 3 found or waking the
+ *    socket for it, TCP's edge for data that came during a read). A
+ *    recvmsg() that copies more than a chunk clears it meanwhile
+ *    (conn_unwant(), which wakes pollers so they ask anew).
+ *  - WANT_SPACE is set by every wait for space (conn_wait(), also the
+ *    non-blocking one that returns EAGAIN, and a short write ends in it) and
+ *    by poll() without EPOLLOUT; a send that finds space clears it. Space
+ *    comes only after the writer found the buffer full, as TCP's write_space.
+ *
+ * Every path that waits goes through those: recvmsg/splice_read (recvmsg),
+ * sendmsg/sendpage/sendfile/splice to the socket (sendmsg), blocking waits
+ * (conn_wait(), after busy-polling), poll/select/epoll in both triggers
+ * (ntbsmc_conn_poll(): a first look, the flags for what it lacks, a second
+ * look), and the DMA path, whose completion publishes the cursor and notifies
+ * like a CPU copy (ntbsmc_conn_notify_data()). The event ring's own
+ * suppression (ntbsmc_dev_post_event()) follows the same rule with ev_cons.
+ *
+ * Sets or clears one of our "want" flags; setting it flushes, so that the peer
+ * sees it before we look at its cursors again (step 2). True if it changed.
  */
-static void conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
+static bool conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 {
 	unsigned long flags;
 	int idx;
@@ -462,7 +516,7 @@ static void conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 	spin_lock_irqsave(&conn->lock, flags);
 	if (!!(conn->my_flags & flag) == on) {
 		spin_unlock_irqrestore(&conn->lock, flags);
-		return;
+		return false;
 	}
 	conn->my_flags ^= flag;
 	idx = srcu_read_lock(&ntbsmc_srcu);
@@ -473,6 +527,7 @@ static void conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	spin_unlock_irqrestore(&conn->lock, flags);
+	return true;
 }
 
 /*
@@ -784,6 +839,22 @@ static u32 conn_copy_in(struct ntbsmc_conn *conn, struct msghdr *msg, u64 from, 
 	return done;
 }
 
+/*
+ * Before recvmsg() returns: WANT_DATA set and seen by the peer, then one more
+ * look (steps 1-3 of "Notifications"). True if the peer's producer moved since
+ * the caller last looked: data no doorbell will announce.
+ */
+static bool conn_rx_arm(struct ntbsmc_conn *conn)
+{
+	u64 seen = READ_ONCE(conn->peer_prod);
+
+	/* Already set: it has been visible since it was set and flushed. */
+	if (!conn_want(conn, NTBSMC_F_WANT_DATA, true))
+		return false;
+	conn_update(conn);
+	return READ_ONCE(conn->peer_prod) != seen;
+}
+
 /* Called with the socket locked. Returns bytes read, 0 at EOF, or -errno. */
 int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			struct msghdr *msg, size_t len, int flags)
@@ -813,7 +884,12 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		if (avail) {
 			unsigned long lflags;
 
-			conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
+			/*
+			 * More than this chunk to copy now: the writer need not
+			 * ring while we do (conn_rx_arm() sets it again).
+			 */
+			if (avail > NTBSMC_CHUNK && len - copied > NTBSMC_CHUNK)
+				conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
 			n = min_t(size_t, min_t(size_t, avail, len - copied), NTBSMC_CHUNK);
 			/* no page fault inside the SRCU section (conn_send_cpu()) */
 			if (fault_in_iov_iter_writeable(&msg->msg_iter, n) == n) {
@@ -852,14 +928,24 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 				conn_notify(conn, NTBSMC_F_WANT_SPACE);
 			continue;
 		}
-		if (copied >= target || conn_peer_done(conn) || READ_ONCE(conn->rd_shut))
+		if (copied >= target || conn_peer_done(conn) || READ_ONCE(conn->rd_shut)) {
+			/* drained: what came while WANT_DATA was off is read too */
+			if (conn_rx_arm(conn))
+				continue;
 			break;
+		}
 		err = conn_wait(sk, conn, NTBSMC_F_WANT_DATA, conn_readable, &timeo);
 		if (err)
 			break;
 	}
 	if (!told)
 		conn_notify(conn, NTBSMC_F_WANT_SPACE);
+	/*
+	 * A full read, or one cut short, may leave WANT_DATA off: set it, and
+	 * data that came meanwhile wakes the socket, as its arrival would TCP's.
+	 */
+	if (!READ_ONCE(conn->err) && conn_rx_arm(conn))
+		conn_wake(sk);
 	if (copied) {
 		if (!peek)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, copied);
