@@ -27,6 +27,7 @@ static const struct nla_policy stats_policy[NTBSMC_STATS_MAX + 1] = {
 	[NTBSMC_STATS_FB_SERVER]	= { .type = NLA_NESTED },
 	[NTBSMC_STATS_ZC_BYTES]		= { .type = NLA_U64 },
 	[NTBSMC_STATS_DMA_FAILED]	= { .type = NLA_U64 },
+	[NTBSMC_STATS_NOTIFY_LOST]	= { .type = NLA_U64 },
 };
 
 static const struct nla_policy reason_policy[REASON_ATTR_MAX + 1] = {
@@ -54,6 +55,8 @@ static const struct {
 	{ NTBSMC_STATS_DB_RX, "doorbells_rx", "Doorbells", "handled" },
 	{ NTBSMC_STATS_DB_SUPPRESSED, "doorbells_suppressed", "Doorbells",
 	  "not needed (suppressed)" },
+	{ NTBSMC_STATS_NOTIFY_LOST, "notify_lost", "Doorbells",
+	  "lost, found by the re-check" },
 	{ NTBSMC_STATS_BUF_FULL, "buffer_full", "Flow control", "peer buffer found full" },
 };
 

@@ -38,6 +38,7 @@ static u32 conn_rmb_want(struct sock *sk)
 }
 
 static void conn_maybe_release(struct ntbsmc_conn *conn);
+static void conn_recheck(struct timer_list *t);
 
 /* The peer had all the time a handshake may take to attach to our slot. */
 static void conn_hold_expired(struct timer_list *t)
@@ -63,6 +64,7 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	conn->dev = dev;
 	conn->sk = sk;
 	timer_setup(&conn->hold_timer, conn_hold_expired, 0);
+	timer_setup(&conn->recheck_timer, conn_recheck, 0);
 	rc = ntbsmc_dev_slot_get(dev, conn, conn_rmb_want(sk));
 	if (rc) {
 		ntbsmc_dev_put(dev);
@@ -153,8 +155,19 @@ static int conn_update(struct ntbsmc_conn *conn);
  */
 void ntbsmc_conn_established(struct ntbsmc_conn *conn)
 {
+	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->recheck_ms);
+	unsigned long flags;
+
 	WRITE_ONCE(conn->established, true);
 	conn_update(conn);
+	if (!ms)
+		return;
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->sk) {
+		refcount_inc(&conn->ref);	/* the timer's: put in conn_recheck() or release */
+		mod_timer(&conn->recheck_timer, jiffies + msecs_to_jiffies(ms));
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
 }
 
 static void conn_free(struct rcu_head *rcu)
@@ -424,6 +437,27 @@ static int conn_update(struct ntbsmc_conn *conn)
 	return rc;
 }
 
+/*
+ * The socket's users are told of the peer's cursors and end flags as they are
+ * now: they are about to be woken, or looked themselves. Caller holds conn->lock.
+ */
+static void conn_told_locked(struct ntbsmc_conn *conn)
+{
+	lockdep_assert_held(&conn->lock);
+	conn->told_prod = conn->peer_prod;
+	conn->told_cons = conn->peer_cons;
+	conn->told_flags = conn->peer_flags & NTBSMC_F_TERMINAL;
+}
+
+static void conn_told(struct ntbsmc_conn *conn)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	conn_told_locked(conn);
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
 /* Called for an event on this connection (tasklet): wake whoever waits. */
 void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 {
@@ -431,6 +465,7 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 
 	conn_update(conn);
 	spin_lock_bh(&conn->lock);
+	conn_told_locked(conn);
 	sk = conn->sk;
 	if (sk)
 		sock_hold(sk);	/* put below */
@@ -505,6 +540,10 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
  * like a CPU copy (ntbsmc_conn_notify_data()). The event ring's own
  * suppression (ntbsmc_dev_post_event()) follows the same rule with ev_cons.
  *
+ * A notification lost anyway (a peer's bug, a dropped interrupt) costs a
+ * bounded delay, not a hang: conn_recheck() looks every recheck_ms and wakes
+ * the socket for what waited unannounced a whole period, counting it.
+ *
  * Sets or clears one of our "want" flags; setting it flushes, so that the peer
  * sees it before we look at its cursors again (step 2). True if it changed.
  */
@@ -554,9 +593,12 @@ static void conn_notify(struct ntbsmc_conn *conn, u32 want)
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	if (conn_update(conn))
 		return;
-	if (READ_ONCE(conn->peer_flags) & want)
+	if (READ_ONCE(conn->peer_flags) & want) {
+		/* test build: the peer's bug, or a lost interrupt (conn_recheck()) */
+		if (conn->sk && ntbsmc_fault(NTBSMC_FAULT_NOTIFY_DROP, conn->sk))
+			return;
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
-	else
+	} else
 		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_DB_SUPPRESSED, 1);
 }
 
@@ -812,6 +854,7 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	/* The engine may still be reading the caller's pages. */
 	if (zc_sent)
 		ntbsmc_dma_wait(conn, conn->seg_tail);
+	conn_told(conn);
 	if (copied) {
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_TX_BYTES, copied);
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
@@ -946,6 +989,7 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	 */
 	if (!READ_ONCE(conn->err) && conn_rx_arm(conn))
 		conn_wake(sk);
+	conn_told(conn);
 	if (copied) {
 		if (!peek)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, copied);
@@ -998,7 +1042,9 @@ __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
 	 * again, and report all of it (a shutdown seen only now is IN and RDHUP).
 	 */
 	ntbsmc_fault_delay(NTBSMC_FAULT_POLL_ARM_DELAY, sk);
-	return mask | conn_poll_mask(sk, conn, conn_update(conn));
+	mask |= conn_poll_mask(sk, conn, conn_update(conn));
+	conn_told(conn);
+	return mask;
 }
 
 /*
@@ -1072,7 +1118,77 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 
 	if (post)
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+	/* conn->sk is gone: a running conn_recheck() does not arm it again */
+	if (timer_delete(&conn->recheck_timer))
+		ntbsmc_conn_put(conn);	/* the timer's: it will not run */
 	conn_maybe_release(conn);
+}
+
+/*
+ * Every recheck_ms while the socket lives: a doorbell the peer owed us and did
+ * not ring (its bug, or an interrupt lost on the way) would leave a waiter
+ * asleep for good. What the previous tick found that the socket's users were
+ * not told of, and still are not, had a whole period for its doorbell: wake
+ * the socket and count it. The test build warns too, unless the test dropped
+ * doorbells on purpose (fault notify_drop).
+ */
+static void conn_recheck(struct timer_list *t)
+{
+	struct ntbsmc_conn *conn = from_timer(conn, t, recheck_timer);
+	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->recheck_ms);
+	u64 prod = 0, cons = 0, bytes = 0;
+	struct sock *sk = NULL;
+	bool lost = false, again;
+	unsigned long flags;
+	u32 term = 0;
+
+	conn_update(conn);	/* a bad value or a reset ends it, and wakes */
+	spin_lock_irqsave(&conn->lock, flags);
+	/*
+	 * A call under the socket lock looks itself (or waits for a page
+	 * fault): nothing is untold while it runs.
+	 */
+	if (!conn->err && conn->sk && !sock_owned_by_user_nocheck(conn->sk)) {
+		if (conn->my_flags & NTBSMC_F_WANT_DATA) {
+			if (conn->peer_prod != conn->told_prod)
+				prod = conn->peer_prod;
+			term = conn->peer_flags & NTBSMC_F_TERMINAL & ~conn->told_flags;
+		}
+		if ((conn->my_flags & NTBSMC_F_WANT_SPACE) &&
+		    conn->peer_cons != conn->told_cons)
+			cons = conn->peer_cons;
+	}
+	/* untold at the last tick, and still: told_* only grow */
+	if ((prod && conn->untold_prod > conn->told_prod) ||
+	    (cons && conn->untold_cons > conn->told_cons) ||
+	    (term & conn->untold_flags)) {
+		lost = true;
+		bytes = conn->peer_prod - conn->rx_cons;
+		conn_told_locked(conn);
+		prod = cons = term = 0;
+	}
+	conn->untold_prod = prod;
+	conn->untold_cons = cons;
+	conn->untold_flags = term;
+	sk = conn->sk;
+	again = sk && ms && !conn->err;
+	if (again)
+		mod_timer(&conn->recheck_timer, jiffies + msecs_to_jiffies(ms));
+	if (lost && sk)
+		sock_hold(sk);	/* put below */
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	if (lost && sk) {
+		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_NOTIFY_LOST, 1);
+		if (IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION) &&
+		    !ntbsmc_fault_hit(NTBSMC_FAULT_NOTIFY_DROP))
+			pr_warn_ratelimited("ntbsmc: %s: slot %u: lost notification: %llu bytes readable or space unannounced for over %u ms\n",
+					    conn->dev->name, conn->my_slot, bytes, ms);
+		conn_wake(sk);
+		sock_put(sk);
+	}
+	if (!again)
+		ntbsmc_conn_put(conn);	/* the timer's (ntbsmc_conn_established()) */
 }
 
 /* No write of ours into the peer's buffer is in flight. */

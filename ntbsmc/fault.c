@@ -19,6 +19,7 @@ struct fault_point {
 	struct fault_attr attr;
 	u32 port;
 	u32 delay_ms;
+	atomic_t hits;		/* times it fired since the module was loaded */
 };
 
 static const char *const fault_names[NTBSMC_FAULT_NR] = {
@@ -35,6 +36,7 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_CLIENT_SILENT]		= "client_silent",
 	[NTBSMC_FAULT_TX_BAD_CURSOR]		= "tx_bad_cursor",
 	[NTBSMC_FAULT_POLL_ARM_DELAY]		= "poll_arm_delay",
+	[NTBSMC_FAULT_NOTIFY_DROP]		= "notify_drop",
 };
 
 static struct fault_point fault_points[NTBSMC_FAULT_NR];
@@ -53,7 +55,16 @@ bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk)
 	struct fault_point *p = &fault_points[point];
 
 	/* The port is tested first, so that "times" counts only the port's hits. */
-	return fault_port_match(p, sk) && should_fail(&p->attr, 1);
+	if (!fault_port_match(p, sk) || !should_fail(&p->attr, 1))
+		return false;
+	atomic_inc(&p->hits);
+	return true;
+}
+
+/* The point fired since the module was loaded: what follows from it is the test's. */
+bool ntbsmc_fault_hit(enum ntbsmc_fault_point point)
+{
+	return atomic_read(&fault_points[point].hits);
 }
 
 void ntbsmc_fault_delay(enum ntbsmc_fault_point point, const struct sock *sk)

@@ -29,6 +29,7 @@ enum ntbsmc_fault_point {
 	NTBSMC_FAULT_CLIENT_SILENT,	/* a client that offers ntbsmc, then stalls */
 	NTBSMC_FAULT_TX_BAD_CURSOR,	/* a send that publishes an impossible cursor */
 	NTBSMC_FAULT_POLL_ARM_DELAY,	/* delay: poll asked for doorbells, not yet looked again */
+	NTBSMC_FAULT_NOTIFY_DROP,	/* a doorbell the peer asked for, not rung */
 	NTBSMC_FAULT_NR
 };
 
@@ -37,6 +38,7 @@ int ntbsmc_fault_init(void);
 void ntbsmc_fault_exit(void);
 bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk);
 void ntbsmc_fault_delay(enum ntbsmc_fault_point point, const struct sock *sk);
+bool ntbsmc_fault_hit(enum ntbsmc_fault_point point);
 #else
 static inline int ntbsmc_fault_init(void)
 {
@@ -55,6 +57,11 @@ static inline bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock
 static inline void ntbsmc_fault_delay(enum ntbsmc_fault_point point,
 				      const struct sock *sk)
 {
+}
+
+static inline bool ntbsmc_fault_hit(enum ntbsmc_fault_point point)
+{
+	return false;
 }
 #endif
 

@@ -15,6 +15,7 @@ static int min_rmb_kb = NTBSMC_RMB_UNIT >> 10;
 static int max_rmb_kb = NTBSMC_RMB_MAX >> 10;
 static int max_idle_ms = 24 * 3600 * 1000;
 static int max_hs = 65536;
+static int max_recheck_ms = 60000;
 
 static const struct ctl_table ntbsmc_sysctl_template[] = {
 	{
@@ -81,6 +82,14 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.extra1		= SYSCTL_ONE,
 		.extra2		= &max_hs,
 	},
+	{
+		.procname	= "recheck_ms",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &max_recheck_ms,
+	},
 	{ }
 };
 
@@ -98,6 +107,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->dma_threshold = 65536;
 	nn->zerocopy_threshold = 262144;
 	nn->max_handshakes = 64;
+	nn->recheck_ms = NTBSMC_RECHECK_MS;
 
 	tbl = kmemdup(ntbsmc_sysctl_template, sizeof(ntbsmc_sysctl_template),
 		      GFP_KERNEL);
@@ -111,6 +121,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	tbl[5].data = &nn->dma_threshold;
 	tbl[6].data = &nn->zerocopy_threshold;
 	tbl[7].data = &nn->max_handshakes;
+	tbl[8].data = &nn->recheck_ms;
 	/* Like net.ipv4: a namespace's settings are its own root's to change. */
 	nn->sysctl = ntbsmc_register_net_sysctl(net, "net/ntbsmc", tbl,
 						ARRAY_SIZE(ntbsmc_sysctl_template) - 1);

@@ -34,6 +34,7 @@ enum ntbsmc_stat {
 	NTBSMC_STAT_DMA_BYTES,		/* bytes moved by DMA */
 	NTBSMC_STAT_ZC_BYTES,		/* of those, straight from the sender's pages */
 	NTBSMC_STAT_DMA_FAILED,		/* DMA writes redone by the CPU */
+	NTBSMC_STAT_NOTIFY_LOST,	/* waiters woken by a re-check, not a doorbell */
 	NTBSMC_STAT_FB_CLIENT,		/* first of __NTBSMC_REASON_MAX client reasons */
 	NTBSMC_STAT_FB_SERVER = NTBSMC_STAT_FB_CLIENT + __NTBSMC_REASON_MAX,
 	__NTBSMC_STAT_MAX = NTBSMC_STAT_FB_SERVER + __NTBSMC_REASON_MAX,
@@ -49,6 +50,7 @@ struct ntbsmc_net {
 	int dma_threshold;		/* writes of at least this many bytes use DMA; 0: never */
 	int zerocopy_threshold;		/* ... and straight from user pages; 0: never */
 	int max_handshakes;		/* server handshakes at once; SYNs beyond: TCP */
+	int recheck_ms;			/* period of the lost-notification re-check; 0: off */
 	atomic_t handshakes;		/* server handshakes running */
 	atomic64_t stats[__NTBSMC_STAT_MAX];
 	struct ctl_table_header *sysctl;
@@ -202,6 +204,19 @@ struct ntbsmc_conn {
 	u64 cpu_bytes, dma_bytes, zc_bytes;	/* of tx_bytes, by copy path */
 
 	/*
+	 * The lost-notification re-check (conn_recheck(), under conn->lock): the
+	 * peer's cursors and end flags as the socket's users were last told of
+	 * them (woken by a doorbell, or looked themselves), and what the previous
+	 * tick found that they were not. The timer runs from establishment until
+	 * ntbsmc_conn_release() and holds a reference while pending.
+	 */
+	struct timer_list recheck_timer;
+	u64 told_prod, told_cons;
+	u32 told_flags;
+	u64 untold_prod, untold_cons;
+	u32 untold_flags;
+
+	/*
 	 * Writes into the peer's buffer that the published producer cursor does not
 	 * cover yet (dma.c): DMA in flight, and what was written after it. Retired in
 	 * order by tx_work, which publishes the cursor; while any is in flight the
@@ -224,6 +239,13 @@ struct ntbsmc_conn {
  * acknowledged: longer than any handshake may take to attach to it.
  */
 #define NTBSMC_HOLD_MS			(NTBSMC_HS_TIMEOUT_MAX_MS + 5000)
+
+/*
+ * net.ntbsmc.recheck_ms by default: a lost notification delays a waiter one to
+ * two periods; a peer stalled that long between its cursor and its doorbell
+ * (a preempted VM) is not taken for one.
+ */
+#define NTBSMC_RECHECK_MS		500
 
 /* Flags that tell the peer it may reuse its buffer: held back while we write into it. */
 #define NTBSMC_F_TERMINAL	(NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED | NTBSMC_F_ABORT | \

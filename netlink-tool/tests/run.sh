@@ -509,6 +509,7 @@ Doorbells
   rung                                         6000
   handled                                      7000
   not needed (suppressed)                      8000
+  lost, found by the re-check                 18000
 Flow control
   peer buffer found full                       9000
 Fallbacks to TCP, client side

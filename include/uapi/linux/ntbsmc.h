@@ -366,6 +366,10 @@ enum ntbsmc_conn_attr {
  *	sender's pages (zero-copy)
  * @NTBSMC_STATS_DMA_FAILED: DMA writes that failed, timed out or were aborted and
  *	were redone by the CPU (their bytes count as CPU bytes)
+ * @NTBSMC_STATS_NOTIFY_LOST: notifications that never came: a periodic re-check
+ *	(sysctl net.ntbsmc.recheck_ms) found data or space a waiting socket had
+ *	asked to be rung for, unannounced for a whole period, and woke it. Zero
+ *	unless a peer (or this host) has a bug.
  */
 enum ntbsmc_stats_attr {
 	NTBSMC_STATS_UNSPEC,
@@ -386,6 +390,7 @@ enum ntbsmc_stats_attr {
 	NTBSMC_STATS_PAD,
 	NTBSMC_STATS_ZC_BYTES,
 	NTBSMC_STATS_DMA_FAILED,
+	NTBSMC_STATS_NOTIFY_LOST,
 
 	__NTBSMC_STATS_MAX
 };
