@@ -40,6 +40,11 @@ case " $BOOTS " in *" onevm-pex8749 "* | *" twovm "*) ;; *) SERIES2="" ;; esac
 # One kernel after the other: built side by side (c796fa6, cold) the two took
 # 35 minutes, against 28 one after the other (6f741d8).
 vm_prepare debug || exit 1
+# The pkg boot builds the packages: debhelper, dh-dkms, dkms, lintian, which a
+# new machine lacks as much as the rest (vm_prepare installs the rest).
+case " $BOOTS " in
+*" pkg "*) "$REPO/debian/deps.sh" || exit 1 ;;
+esac
 make -s headers-check || exit 1
 if [ -n "$SERIES2" ]; then
 	vm_prepare_series debug "$SERIES2" "$TOP/modules-$SERIES2" || exit 1
