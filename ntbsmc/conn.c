@@ -521,12 +521,14 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
  * (nginx takes that as "drained", not EAGAIN), a SIGIO owner after its last
  * read. So each flag is a state, not a request of one wait:
  *
- *  - WANT_DATA is set whenever no recvmsg() is copying: from the attach
- *    (ntbsmc_conn_attach()) on, and again by every recvmsg() before it returns
- *    (conn_rx_arm(), steps 1-3, copying what step 3 found or waking the
- *    socket for it, TCP's edge for data that came during a read). A
- *    recvmsg() that copies more than a chunk clears it meanwhile
- *    (conn_unwant(), which wakes pollers so they ask anew).
+ *  - WANT_DATA is set whenever the reader may wait: from the attach
+ *    (ntbsmc_conn_attach()) on, and again by every recvmsg() that drained
+ *    the ring or peeked, before it returns (conn_rx_arm(), steps 1-3,
+ *    copying what step 3 found or waking the socket for it, TCP's edge for
+ *    data that came during a read). It is off only while a recvmsg() copies
+ *    more than a chunk, and after a full read that left bytes in the ring,
+ *    whose caller comes back for them (conn_unwant(), which wakes pollers so
+ *    that they ask anew).
  *  - WANT_SPACE is set by every wait for space (conn_wait(), also the
  *    non-blocking one that returns EAGAIN, and a short write ends in it) and
  *    by poll() without EPOLLOUT; a send that finds space clears it. Space
@@ -542,7 +544,9 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
  *
  * A notification lost anyway (a peer's bug, a dropped interrupt) costs a
  * bounded delay, not a hang: conn_recheck() looks every recheck_ms and wakes
- * the socket for what waited unannounced a whole period, counting it.
+ * the socket for what waited unannounced a whole period, counting it. A
+ * program that breaks the contract above (a full read, then a wait for an
+ * edge) is woken that way too, uncounted.
  *
  * Sets or clears one of our "want" flags; setting it flushes, so that the peer
  * sees it before we look at its cursors again (step 2). True if it changed.
@@ -984,11 +988,21 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	if (!told)
 		conn_notify(conn, NTBSMC_F_WANT_SPACE);
 	/*
-	 * A full read, or one cut short, may leave WANT_DATA off: set it, and
-	 * data that came meanwhile wakes the socket, as its arrival would TCP's.
+	 * WANT_DATA on the way out. A read that drained the ring, or only
+	 * peeked, may be followed by a wait for an edge: set it, and data that
+	 * came meanwhile wakes the socket, as its arrival would TCP's. A read
+	 * that leaves bytes was a full one: its caller comes back for them (so
+	 * edge-triggered epoll's contract says) and then drains and sets it; the
+	 * writer need not ring for every chunk meanwhile.
 	 */
-	if (!READ_ONCE(conn->err) && conn_rx_arm(conn))
-		conn_wake(sk);
+	if (!READ_ONCE(conn->err)) {
+		if (peek || !conn_avail(conn)) {
+			if (conn_rx_arm(conn))
+				conn_wake(sk);
+		} else {
+			conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
+		}
+	}
 	conn_told(conn);
 	if (copied) {
 		if (!peek)
@@ -1138,7 +1152,7 @@ static void conn_recheck(struct timer_list *t)
 	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->recheck_ms);
 	u64 prod = 0, cons = 0, bytes = 0;
 	struct sock *sk = NULL;
-	bool lost = false, again;
+	bool lost = false, wake = false, again;
 	unsigned long flags;
 	u32 term = 0;
 
@@ -1149,11 +1163,9 @@ static void conn_recheck(struct timer_list *t)
 	 * fault): nothing is untold while it runs.
 	 */
 	if (!conn->err && conn->sk && !sock_owned_by_user_nocheck(conn->sk)) {
-		if (conn->my_flags & NTBSMC_F_WANT_DATA) {
-			if (conn->peer_prod != conn->told_prod)
-				prod = conn->peer_prod;
-			term = conn->peer_flags & NTBSMC_F_TERMINAL & ~conn->told_flags;
-		}
+		if (conn->peer_prod != conn->told_prod)
+			prod = conn->peer_prod;
+		term = conn->peer_flags & NTBSMC_F_TERMINAL & ~conn->told_flags;
 		if ((conn->my_flags & NTBSMC_F_WANT_SPACE) &&
 		    conn->peer_cons != conn->told_cons)
 			cons = conn->peer_cons;
@@ -1162,7 +1174,9 @@ static void conn_recheck(struct timer_list *t)
 	if ((prod && conn->untold_prod > conn->told_prod) ||
 	    (cons && conn->untold_cons > conn->told_cons) ||
 	    (term & conn->untold_flags)) {
-		lost = true;
+		wake = true;
+		/* owed a doorbell only if it asked for one (see "Notifications") */
+		lost = (conn->my_flags & NTBSMC_F_WANT_DATA) || cons;
 		bytes = conn->peer_prod - conn->rx_cons;
 		conn_told_locked(conn);
 		prod = cons = term = 0;
@@ -1174,7 +1188,7 @@ static void conn_recheck(struct timer_list *t)
 	again = sk && ms && !conn->err;
 	if (again)
 		mod_timer(&conn->recheck_timer, jiffies + msecs_to_jiffies(ms));
-	if (lost && sk)
+	if (wake && sk)
 		sock_hold(sk);	/* put below */
 	spin_unlock_irqrestore(&conn->lock, flags);
 
@@ -1184,6 +1198,8 @@ static void conn_recheck(struct timer_list *t)
 		    !ntbsmc_fault_hit(NTBSMC_FAULT_NOTIFY_DROP))
 			pr_warn_ratelimited("ntbsmc: %s: slot %u: lost notification: %llu bytes readable or space unannounced for over %u ms\n",
 					    conn->dev->name, conn->my_slot, bytes, ms);
+	}
+	if (wake && sk) {
 		conn_wake(sk);
 		sock_put(sk);
 	}
