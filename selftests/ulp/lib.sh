@@ -159,3 +159,91 @@ fault_clear() {
 		echo 0 >"$FAULTS/$p/port"
 	done
 }
+
+# ---- web servers (ulp/servers.sh, bench/wrk.sh) ----
+
+WWW=$WORK/www
+LUA=$WORK/check.lua
+
+# www_files: the files the web tests serve, the same on both hosts (host a
+# makes them): $WWW/1k and $WWW/1m, random; and $LUA, wrk's check of every
+# response: status 200 and the body byte for byte (WRK_BODY names the file).
+www_files() {
+	mkdir -p "$WWW"
+	if [ "$ROLE" = a ]; then
+		head -c 1024 /dev/urandom >"$WWW/1k"
+		head -c $((1024 * 1024)) /dev/urandom >"$WWW/1m"
+		cp "$WWW/1k" "$SYNC/www.1k.tmp" && mv "$SYNC/www.1k.tmp" "$SYNC/www.1k"
+		cp "$WWW/1m" "$SYNC/www.1m.tmp" && mv "$SYNC/www.1m.tmp" "$SYNC/www.1m"
+	else
+		wait_for 60 "host a's files" test -e "$SYNC/www.1m"
+		cp "$SYNC/www.1k" "$WWW/1k"
+		cp "$SYNC/www.1m" "$WWW/1m"
+	fi
+	cat >"$LUA" <<'EOF'
+local threads = {}
+function setup(thread)
+	table.insert(threads, thread)
+end
+function init(args)
+	local f = assert(io.open(os.getenv("WRK_BODY"), "rb"))
+	want = f:read("*a")
+	f:close()
+	bad, good = 0, 0
+end
+function response(status, headers, body)
+	if status == 200 and body == want then
+		good = good + 1
+	else
+		bad = bad + 1
+	end
+end
+function done(summary, latency, requests)
+	local b, g = 0, 0
+	for _, t in ipairs(threads) do
+		b = b + t:get("bad")
+		g = g + t:get("good")
+	end
+	io.write(string.format("checked %d good %d bad\n", g, b))
+end
+EOF
+}
+
+# nginx_up NTB_PORT TCP_PORT: nginx, 2 workers, sendfile, serving $WWW on
+# MY_IP at both ports, only the first opted in to ntbsmc (ntbsmc_run -p): the
+# same server over TCP on the second. Sets NGINX_PID; its log is
+# $WORK/nginx/error.log.
+nginx_up() {
+	local d=$WORK/nginx
+	mkdir -p "$d"
+	cat >"$d/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	sendfile on;
+	tcp_nopush on;
+	keepalive_requests 1000000;
+	default_type application/octet-stream;
+	client_body_temp_path $d;
+	proxy_temp_path $d;
+	fastcgi_temp_path $d;
+	uwsgi_temp_path $d;
+	scgi_temp_path $d;
+	server {
+		listen $MY_IP:$1;
+		listen $MY_IP:$2;
+		root $WWW;
+	}
+}
+EOF
+	inns "$REPO/netlink-tool/ntbsmc_run" -p "$1" nginx -p "$d" -c "$d/nginx.conf" \
+		-e "$d/error.log" &
+	NGINX_PID=$!
+	wait_for 60 "nginx listening" pid_listening $NGINX_PID "$1"
+}

@@ -1,0 +1,240 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Real servers' event loops over NTB, each program unmodified under ntbsmc_run.
+#
+#   host a                                      host b
+#   nginx  :8080 (ntbsmc) :8090 (TCP) <-------- wrk, curl (keep-alive, close)
+#   memcached :11211 (ntbsmc)         <-------- memc.py (pipelined set/get)
+#   wrk, curl ------------------------------->  haproxy :8070 (splice, ntbsmc)
+#   nginx :8080                       <--------     (both legs over NTB)
+#
+# nginx serves a 1 KiB and a 1 MiB file (with sendfile) to wrk with keep-alive
+# and with "Connection: close", over ntbsmc and, in the same boot, over TCP;
+# wrk's Lua checks every response body against the file. A stall does not pass
+# as a slow run: ntbsmc's request rate must be at least a fifth of TCP's, and
+# while each keep-alive run is under way the client's NTB connections are
+# sampled twice, 2 s apart: one whose cursors show bytes queued and did not
+# move fails the test. curl's downloads are compared by checksum. haproxy
+# (mode tcp, splicing both ways) forwards wrk's and curl's requests to nginx.
+# memcached answers a client that pipelines 16 sets, then 16 gets, per round.
+# Every host's counters must show the bytes crossing NTB, no fallback and no
+# lost notification.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+case $1 in
+setup) ulp_setup; exit ;;
+cleanup) ulp_cleanup; exit ;;
+esac
+
+for p in nginx wrk haproxy memcached curl python3; do
+	command -v $p >/dev/null || fail "$p is not installed (selftests/vm/deps.sh installs it)"
+done
+ulp_wait_active
+RUNNER=$REPO/netlink-tool/ntbsmc_run
+NTB_PORT=8080 TCP_PORT=8090 PROXY_PORT=8070 MC_PORT=11211
+SECS=5
+
+# step WHAT: the test's progress in the kernel log too, beside what the kernel
+# says, and readable while the guest runs (its TAP comes at the end).
+step() {
+	log "$*"
+	echo "ntbsmc-test: servers.sh [$ROLE]: $*" >/dev/kmsg
+}
+
+# bounded SECS NAME CMD...: CMD, failing NAME if it has not ended within SECS:
+# then the kernel stacks of its tasks go to the log (and the kernel's list of
+# blocked tasks to its log), so that a hang says where it is, and it is killed.
+bounded() {
+	local secs=$1 name=$2 pid t end
+	shift 2
+	"$@" &
+	pid=$!
+	end=$(($(now_us) + secs * 1000000))
+	while kill -0 $pid 2>/dev/null && [ "$(now_us)" -lt $end ]; do
+		nap 0.2
+	done
+	if kill -0 $pid 2>/dev/null; then
+		check "$name: still running after $secs s: $*" false
+		for t in /proc/$pid/task/* $(pgrep -P $pid | sed 's|^|/proc/|'); do
+			log "$name: $t ($(cat "$t/comm" 2>/dev/null)) in $(cat "$t/wchan" 2>/dev/null): $(tr '\n' '|' <"$t/stack" 2>/dev/null)"
+		done
+		echo w >/proc/sysrq-trigger
+		kill -KILL $pid
+	fi
+	wait $pid
+}
+
+stats() { S=$(cli -j stats); }
+stat_of() { jfield "$S" "$1"; }
+stats
+tx0=$(stat_of tx_bytes) rx0=$(stat_of rx_bytes) tcp0=$(stat_of conn_tcp)
+lost0=$(stat_of notify_lost)
+
+www_files
+
+# stuck: this host's NTB connections with bytes queued either way, as
+# "port tx_prod tx_cons rx_prod rx_cons" lines.
+stuck() {
+	local j o re='"local_port": *([0-9]+).*"tx_prod": *([0-9]+), *"tx_cons": *([0-9]+), *"rx_prod": *([0-9]+), *"rx_cons": *([0-9]+)'
+	j=$(cli -j conn show -a mode ntb)
+	while read -r o; do
+		[[ $o =~ $re ]] || continue
+		[ "${BASH_REMATCH[2]}" != "${BASH_REMATCH[3]}" ] ||
+			[ "${BASH_REMATCH[4]}" != "${BASH_REMATCH[5]}" ] &&
+			echo "${BASH_REMATCH[*]:1}"
+	done <<<"${j//\},/$'\n'}"
+}
+
+# wrk_run NAME URL FILE [ntb] [WRK-ARGS...]: wrk for SECS s, 1 thread and 4
+# connections, under ntbsmc_run if "ntb"; sets RATE (requests/s) and GOOD.
+# Over ntbsmc the client's connections are sampled for a stall meanwhile.
+wrk_run() {
+	local name=$1 url=$2 file=$3 mode=$4 pid s1 s2 rx out bad
+	shift 4
+	step "$name: wrk $url"
+	stats
+	rx=$(stat_of rx_bytes)
+	if [ "$mode" = ntb ]; then
+		WRK_BODY=$file bounded 60 "$name" inns "$RUNNER" wrk -t1 -c4 -d${SECS}s -s "$LUA" \
+			"$@" "$url" >"$WORK/$name.wrk" 2>&1 &
+		pid=$!
+		nap 1.5
+		s1=$(stuck)
+		nap 2
+		s2=$(stuck)
+		wait $pid || check "$name: wrk exited $?" false
+		local same="" l
+		while read -r l; do
+			[ -n "$l" ] && [[ $'\n'$s1$'\n' == *$'\n'"$l"$'\n'* ]] && same+="$l; "
+		done <<<"$s2"
+		check "$name: NTB connections stalled (port tx_prod tx_cons rx_prod rx_cons, unchanged over 2 s): $same" \
+			[ -z "$same" ]
+	else
+		WRK_BODY=$file bounded 60 "$name" inns wrk -t1 -c4 -d${SECS}s -s "$LUA" "$@" "$url" \
+			>"$WORK/$name.wrk" 2>&1
+	fi
+	out=$(<"$WORK/$name.wrk")
+	RATE=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
+	GOOD=$(sed -n 's/^checked \([0-9]*\) good.*/\1/p' <<<"$out")
+	bad=$(sed -n 's/^checked [0-9]* good \([0-9]*\) bad.*/\1/p' <<<"$out")
+	log "$name: ${RATE:-?} requests/s, ${GOOD:-?} checked good, ${bad:-?} bad"
+	check "$name: wrk's output: $(tr '\n' '|' <<<"$out")" test -n "$RATE" -a -n "$GOOD"
+	check "$name: $bad responses differ from the file" [ "${bad:-1}" = 0 ]
+	check "$name: no response checked" [ "${GOOD:-0}" -gt 0 ]
+	if [ "$mode" = ntb ]; then
+		stats
+		check "$name: received over NTB $(($(stat_of rx_bytes) - rx)) bytes, want >= ${GOOD:-0} bodies of $(stat -c %s "$file")" \
+			[ $(($(stat_of rx_bytes) - rx)) -ge $((${GOOD:-0} * $(stat -c %s "$file"))) ]
+	fi
+}
+
+# compare NAME TCP_RATE NTB_RATE: ntbsmc at least a fifth of TCP's rate.
+compare() {
+	log "$1: TCP $2 requests/s, ntbsmc $3 requests/s"
+	echo "$1 tcp=$2 ntb=$3" >>"$WORK/rates"
+	check "$1: ntbsmc's $3 requests/s under a fifth of TCP's $2 (a stall?)" \
+		awk -v t="$2" -v n="$3" 'BEGIN { exit !(n * 5 >= t) }'
+}
+
+# curl_check NAME URL FILE [CURL-ARGS...]: under ntbsmc_run, the body compared.
+curl_check() {
+	local name=$1 url=$2 file=$3
+	shift 3
+	step "$name: curl $url"
+	bounded 90 "$name" inns "$RUNNER" curl -sS --max-time 60 "$@" -o "$WORK/$name.out" "$url" ||
+		check "$name: curl exited $?" false
+	check "$name: body differs from the file" cmp -s "$WORK/$name.out" "$file"
+}
+
+if [ "$ROLE" = a ]; then
+	nginx_up $NTB_PORT $TCP_PORT
+	nginx_pid=$NGINX_PID
+	inns "$RUNNER" memcached -u root -l "$MY_IP" -p $MC_PORT -U 0 -t 2 -m 64 &
+	mc_pid=$!
+	wait_for 60 "memcached listening" pid_listening $mc_pid $MC_PORT
+	barrier servers-up
+
+	# through b's haproxy: both legs over NTB
+	barrier proxy-up
+	curl_check proxy_1m "http://$PEER_IP:$PROXY_PORT/1m" "$WWW/1m"
+	wrk_run proxy_1m "http://$PEER_IP:$PROXY_PORT/1m" "$WWW/1m" ntb
+	barrier proxy-done
+
+	barrier clients-done
+	kill $nginx_pid $mc_pid
+	wait $nginx_pid $mc_pid 2>/dev/null
+	alerts=$(grep -i "alert\|emerg\|crit" "$WORK/nginx/error.log")
+	check "nginx logged: $alerts" [ -z "$alerts" ]
+else
+	barrier servers-up
+	base=http://$PEER_IP
+	curl_check curl_1k "$base:$NTB_PORT/1k" "$WWW/1k"
+	curl_check curl_1m "$base:$NTB_PORT/1m" "$WWW/1m"
+	# keep-alive: ten requests on one connection
+	step "curl keep-alive: 10 requests on one connection"
+	bounded 90 curl_keepalive inns "$RUNNER" curl -sS --max-time 60 \
+		$(printf "$base:$NTB_PORT/1k %.0s" {1..10}) >"$WORK/ka.out" ||
+		check "curl keep-alive exited $?" false
+	for i in {1..10}; do cat "$WWW/1k"; done >"$WORK/ka.want"
+	check "curl keep-alive: 10 bodies of 1 KiB, got $(stat -c %s "$WORK/ka.out") bytes" \
+		cmp -s "$WORK/ka.out" "$WORK/ka.want"
+
+	# each pair side by side: TCP, then ntbsmc, same server, same boot
+	wrk_run ka_1k_tcp "$base:$TCP_PORT/1k" "$WWW/1k" tcp
+	t=$RATE
+	wrk_run ka_1k_ntb "$base:$NTB_PORT/1k" "$WWW/1k" ntb
+	compare keepalive_1k "$t" "$RATE"
+	wrk_run ka_1m_tcp "$base:$TCP_PORT/1m" "$WWW/1m" tcp
+	t=$RATE
+	wrk_run ka_1m_ntb "$base:$NTB_PORT/1m" "$WWW/1m" ntb
+	compare keepalive_1m "$t" "$RATE"
+	wrk_run close_1k_tcp "$base:$TCP_PORT/1k" "$WWW/1k" tcp -H "Connection: close"
+	t=$RATE
+	wrk_run close_1k_ntb "$base:$NTB_PORT/1k" "$WWW/1k" ntb -H "Connection: close"
+	log "close_1k: TCP $t requests/s, ntbsmc $RATE requests/s"
+	echo "close_1k tcp=$t ntb=$RATE" >>"$WORK/rates"
+
+	step "memcached: memc.py"
+	out=$(bounded 120 memcached inns "$RUNNER" python3 "$REPO/selftests/ulp/memc.py" \
+		"$PEER_IP" $MC_PORT 4 20 16 2>&1) || check "memcached: memc.py exited $?" false
+	log "memcached: $out"
+	check "memcached: $out" has "$out" '"ops": 2560'
+
+	# haproxy between a's client and a's nginx
+	cat >"$WORK/haproxy.cfg" <<EOF
+global
+	nbthread 1
+	maxconn 256
+defaults
+	mode tcp
+	timeout connect 10s
+	timeout client 60s
+	timeout server 60s
+listen web
+	bind $MY_IP:$PROXY_PORT
+	option splice-request
+	option splice-response
+	server nginx $PEER_IP:$NTB_PORT
+EOF
+	inns "$RUNNER" haproxy -f "$WORK/haproxy.cfg" -db &
+	hap_pid=$!
+	wait_for 60 "haproxy listening" pid_listening $hap_pid $PROXY_PORT
+	barrier proxy-up
+	barrier proxy-done 300
+	kill $hap_pid
+	wait $hap_pid 2>/dev/null
+	barrier clients-done
+fi
+
+stats
+check "NTB bytes sent: $(($(stat_of tx_bytes) - tx0)), want > 1 MiB" \
+	[ $(($(stat_of tx_bytes) - tx0)) -gt 1048576 ]
+check "NTB bytes received: $(($(stat_of rx_bytes) - rx0)), want > 1 MiB" \
+	[ $(($(stat_of rx_bytes) - rx0)) -gt 1048576 ]
+check "$(($(stat_of conn_tcp) - tcp0)) connections fell back to TCP, want 0" \
+	[ "$(stat_of conn_tcp)" = "$tcp0" ]
+check "$(($(stat_of notify_lost) - lost0)) notifications lost (found by the re-check), want 0" \
+	[ "$(stat_of notify_lost)" = "$lost0" ]
+[ -e "$WORK/rates" ] && sed "s/^/# [$ROLE] rates: /" "$WORK/rates"
+checked
