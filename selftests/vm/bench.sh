@@ -14,7 +14,7 @@ vm_prepare nodebug || exit 1
 TOP=${NTBSMC_OUT:-$REPO/selftests/output}/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$TOP"
 trap vm_cleanup EXIT
-BENCH_TESTS=(${NTBSMC_BENCH:-bench/fabric.sh bench/ulp.sh bench/rmb.sh bench/dma.sh})
+BENCH_TESTS=(${NTBSMC_BENCH:-bench/fabric.sh bench/ulp.sh bench/rmb.sh bench/dma.sh bench/wrk.sh})
 
 job() {
 	local vm=$1
