@@ -155,8 +155,9 @@ if [ "$ROLE" = a ]; then
 	wait_for 60 "memcached listening" pid_listening $mc_pid $MC_PORT
 	barrier servers-up
 
-	# through b's haproxy: both legs over NTB
-	barrier proxy-up
+	# through b's haproxy: both legs over NTB, once b's own clients are done
+	# (minutes under the debug kernel when the other boot shares the CPUs)
+	barrier proxy-up 900
 	curl_check proxy_1m "http://$PEER_IP:$PROXY_PORT/1m" "$WWW/1m"
 	wrk_run proxy_1m "http://$PEER_IP:$PROXY_PORT/1m" "$WWW/1m" ntb
 	barrier proxy-done
