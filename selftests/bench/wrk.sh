@@ -48,7 +48,7 @@ one() {
 }
 
 # db: doorbells this host rang and handled so far.
-db() { local s; s=$(cli -j stats); echo $(($(jfield "$s" doorbells_tx) + $(jfield "$s" doorbells_rx))); }
+db() { stats; echo $(($(stat_of doorbells_tx) + $(stat_of doorbells_rx))); }
 
 cases=("keep-alive 1 KiB|1k|" "keep-alive 1 MiB|1m|" "Connection: close 1 KiB|1k|close")
 declare -A tcp ntb dbs

@@ -35,10 +35,6 @@ port=6900
 RECHECK=/proc/sys/net/ntbsmc/recheck_ms
 recheck_default=$(inns cat $RECHECK 2>/dev/null)
 
-# stats: this host's counters, into $S (one process start; see cli).
-stats() { S=$(cli -j stats); }
-stat_of() { jfield "$S" "$1"; }
-
 # recheck MS: this host's re-check period for connections set up from now on.
 # (An ntbsmc from before the re-check has none: it is run as it is.)
 recheck() {

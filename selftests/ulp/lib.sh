@@ -66,6 +66,11 @@ jfield() {
 	fi
 }
 
+# stats: this host's counters (ntbsmc -j stats) into $STATS, one process start for
+# as many stat_of KEY reads of it as a check needs.
+stats() { STATS=$(cli -j stats); }
+stat_of() { jfield "$STATS" "$1"; }
+
 dev_active() {
 	[ "$(jfield "$(cli -j dev show "$NTB")" state)" = active ]
 }

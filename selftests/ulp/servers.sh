@@ -65,8 +65,6 @@ bounded() {
 	wait $pid
 }
 
-stats() { S=$(cli -j stats); }
-stat_of() { jfield "$S" "$1"; }
 stats
 tx0=$(stat_of tx_bytes) rx0=$(stat_of rx_bytes) tcp0=$(stat_of conn_tcp) ntb0=$(stat_of conn_ntb)
 lost0=$(stat_of notify_lost)
@@ -239,7 +237,7 @@ check "NTB bytes received: $(($(stat_of rx_bytes) - rx0)), want > 1 MiB" \
 # "Connection: close", one vCPU per VM): it falls back, byte-exact, and its
 # reason is shown; more than one in fifty connections fails.
 fb=$(($(stat_of conn_tcp) - tcp0)) nc=$(($(stat_of conn_ntb) - ntb0))
-[ $fb = 0 ] || log "fallbacks: $(grep -o '"fallback_[a-z]*":{[^}]*}' <<<"$S" | tr '\n' ' ')"
+[ $fb = 0 ] || log "fallbacks: $(grep -o '"fallback_[a-z]*":{[^}]*}' <<<"$STATS" | tr '\n' ' ')"
 check "$fb of $((fb + nc)) connections fell back to TCP, want at most one in fifty" \
 	[ $((fb * 50)) -le $((fb + nc)) ]
 check "$(($(stat_of notify_lost) - lost0)) notifications lost (found by the re-check), want 0" \
