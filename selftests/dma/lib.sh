@@ -5,8 +5,24 @@ SOFT_DMA=/sys/module/soft_dma/parameters
 SOFT_DMA_DEV=/sys/bus/platform/devices/soft_dma
 NTBSMC_PARAMS=/sys/module/ntbsmc/parameters
 
+# The software engine's profile (soft_dma.c): which real provider it behaves like.
+# The two VMs' ports are the PEX-87xx model, so their engine is plx_dma's double:
+# one that cannot be terminated. SOFT_DMA_PROFILE overrides.
+dma_profile() {
+	echo "${SOFT_DMA_PROFILE:-$([ "$TOPO" = twovm ] && echo plx || echo soft)}"
+}
+
+# dma_load [PARAM=VALUE...]: loads the software engine with this boot's profile.
+dma_load() {
+	run insmod "$MODDIR/selftests/dma/soft_dma.ko" profile="$(dma_profile)" "$@"
+}
+
 dma_setup() {
-	grep -q "^soft_dma " /proc/modules || run insmod "$MODDIR/selftests/dma/soft_dma.ko"
+	if grep -q "^soft_dma " /proc/modules &&
+	   [ "$(cat "$SOFT_DMA/profile")" != "$(dma_profile)" ]; then
+		wait_for 30 "soft_dma to unload" rmmod soft_dma
+	fi
+	grep -q "^soft_dma " /proc/modules || dma_load
 	ulp_setup
 }
 

@@ -13,6 +13,21 @@
  *               of the descriptors run, the CPU time spent copying them (what a
  *               hardware engine takes off the CPUs) and in the clients' callbacks
  *
+ *   profile     (at load) which real provider the channels behave like:
+ *                 soft  (default) terminate_all and synchronize work: queued
+ *                       descriptors are dropped without a callback
+ *                 plx   as plx_dma (PEX-87xx DMA): no terminate_all, no
+ *                       synchronize; prep returns with the ring's lock held
+ *                       (spin_lock_bh) until submit; completions are called
+ *                       back in softirq context; the engine stops only when
+ *                       the channel is released, and every descriptor still
+ *                       queued is then called back with DMA_TRANS_ABORTED
+ *                 ioat  as ioatdma: no terminate_all; callbacks in softirq
+ *                       context; releasing the channel stops the engine and
+ *                       drops what is queued without calling back
+ *   ring        (at load) descriptors per channel, 1-65536 (default 2048, as
+ *               plx_dma's ring): a prep on a full ring returns NULL
+ *
  *   on_pci      (at load) a second engine, "soft_dma.1", below this PCI device
  *               (e.g. 0000:00:04.0, an NTB port), as a switch's own DMA function
  *               sits beside its NT port: clients that prefer an engine on their
@@ -48,12 +63,22 @@
 #define DRV_NAME	"soft_dma"
 #define MMIO_BLOCK	SZ_2M		/* granule of the cached MMIO mappings */
 #define MMIO_CACHE	64
-#define RING		2048		/* descriptors per channel, like a hardware ring */
 #define RAM_RANGES	32		/* System RAM ranges remembered */
 
 static char *on_pci;
 module_param(on_pci, charp, 0444);
 MODULE_PARM_DESC(on_pci, "Also create an engine (soft_dma.1) below this PCI device, as a switch's DMA function beside its NT port");
+
+enum { PROFILE_SOFT, PROFILE_PLX, PROFILE_IOAT };
+static const char * const profile_names[] = { "soft", "plx", "ioat" };
+static char *profile = "soft";
+module_param(profile, charp, 0444);
+MODULE_PARM_DESC(profile, "soft (terminate_all works), plx (as plx_dma: cannot be stopped but by releasing the channel, which aborts with callbacks) or ioat (as ioatdma: release drops without callbacks)");
+static int prof;
+
+static unsigned int ring = 2048;
+module_param(ring, uint, 0444);
+MODULE_PARM_DESC(ring, "Descriptors per channel, 1-65536 (default 2048, as plx_dma)");
 
 static unsigned int nr_channels = 4;
 module_param(nr_channels, uint, 0444);
@@ -122,6 +147,7 @@ struct sdma_chan {
 	struct dma_chan chan;
 	struct sdma_dev *sd;
 	spinlock_t lock;		/* lists, cookies, dead */
+	spinlock_t prep_lock;		/* plx: held (bh) from prep to submit */
 	struct list_head submitted;	/* tx_submit()ted, not yet issued */
 	struct list_head issued;	/* issue_pending()ed, in order */
 	dma_cookie_t completed;
@@ -258,10 +284,15 @@ static void sdma_complete(struct sdma_chan *sc, struct sdma_desc *d, enum dmaeng
 	sc->completed = tx->cookie;
 	list_add(&d->node, &sc->free);	/* reusable once we return */
 	spin_unlock_irqrestore(&sc->lock, flags);
+	/* plx_dma and ioatdma call back from a tasklet */
+	if (prof != PROFILE_SOFT)
+		local_bh_disable();
 	if (cb_result)
 		cb_result(param, &res);
 	else if (cb && r == DMA_TRANS_NOERROR)
 		cb(param);
+	if (prof != PROFILE_SOFT)
+		local_bh_enable();
 }
 
 /* Runs the issued descriptors in order, from the provider's own context. */
@@ -324,6 +355,8 @@ static dma_cookie_t sdma_tx_submit(struct dma_async_tx_descriptor *tx)
 	if (sc->dead) {
 		list_add(&d->node, &sc->free);
 		spin_unlock_irqrestore(&sc->lock, flags);
+		if (prof == PROFILE_PLX)
+			spin_unlock_bh(&sc->prep_lock);
 		return -ENODEV;
 	}
 	cookie = c->cookie + 1;
@@ -333,6 +366,8 @@ static dma_cookie_t sdma_tx_submit(struct dma_async_tx_descriptor *tx)
 	tx->cookie = cookie;
 	list_add_tail(&d->node, &sc->submitted);
 	spin_unlock_irqrestore(&sc->lock, flags);
+	if (prof == PROFILE_PLX)
+		spin_unlock_bh(&sc->prep_lock);	/* taken in sdma_prep_memcpy() */
 	return cookie;
 }
 
@@ -346,13 +381,22 @@ sdma_prep_memcpy(struct dma_chan *c, dma_addr_t dst, dma_addr_t src, size_t len,
 
 	if (!len)
 		return NULL;
+	/*
+	 * plx_dma_prep_memcpy() returns with its ring's lock held and its
+	 * tx_submit drops it: nothing between may sleep or prep again.
+	 */
+	if (prof == PROFILE_PLX)
+		spin_lock_bh(&sc->prep_lock);
 	spin_lock_irqsave(&sc->lock, irqflags);
 	d = sc->dead ? NULL : list_first_entry_or_null(&sc->free, struct sdma_desc, node);
 	if (d)
 		list_del(&d->node);
 	spin_unlock_irqrestore(&sc->lock, irqflags);
-	if (!d)
+	if (!d) {
+		if (prof == PROFILE_PLX)
+			spin_unlock_bh(&sc->prep_lock);
 		return NULL;	/* ring full, or the device is gone */
+	}
 	memset(&d->tx, 0, sizeof(d->tx));
 	dma_async_tx_descriptor_init(&d->tx, c);
 	d->tx.tx_submit = sdma_tx_submit;
@@ -428,11 +472,16 @@ static void sdma_synchronize(struct dma_chan *c)
 	flush_work(&to_schan(c)->work);
 }
 
+/*
+ * The client let the channel go. soft and ioat drop what is queued; plx stops
+ * the engine (a copy under way finishes first) and calls every descriptor left
+ * back as aborted, as plx_dma_free_chan_resources() does.
+ */
 static void sdma_free_chan_resources(struct dma_chan *c)
 {
 	struct sdma_chan *sc = to_schan(c);
 
-	sdma_flush(sc, false);
+	sdma_flush(sc, prof == PROFILE_PLX);
 	flush_work(&sc->work);
 	sdma_unmap_all(sc);
 }
@@ -497,7 +546,7 @@ static int sdma_probe(struct platform_device *pdev)
 	if (!sd)
 		return -ENOMEM;
 	for (i = 0; i < nr_channels; i++) {
-		sd->chans[i].ring = kvcalloc(RING, sizeof(struct sdma_desc), GFP_KERNEL);
+		sd->chans[i].ring = kvcalloc(ring, sizeof(struct sdma_desc), GFP_KERNEL);
 		if (!sd->chans[i].ring) {
 			rc = -ENOMEM;
 			goto err_free;
@@ -520,8 +569,10 @@ static int sdma_probe(struct platform_device *pdev)
 	dma->device_prep_dma_memcpy = sdma_prep_memcpy;
 	dma->device_issue_pending = sdma_issue_pending;
 	dma->device_tx_status = sdma_tx_status;
-	dma->device_terminate_all = sdma_terminate_all;
-	dma->device_synchronize = sdma_synchronize;
+	if (prof == PROFILE_SOFT) {
+		dma->device_terminate_all = sdma_terminate_all;
+		dma->device_synchronize = sdma_synchronize;
+	}
 	dma->device_free_chan_resources = sdma_free_chan_resources;
 	dma->device_release = sdma_release;
 	for (i = 0; i < sd->nchans; i++) {
@@ -529,10 +580,11 @@ static int sdma_probe(struct platform_device *pdev)
 
 		sc->sd = sd;
 		spin_lock_init(&sc->lock);
+		spin_lock_init(&sc->prep_lock);
 		INIT_LIST_HEAD(&sc->submitted);
 		INIT_LIST_HEAD(&sc->issued);
 		INIT_LIST_HEAD(&sc->free);
-		for (j = 0; j < RING; j++)
+		for (j = 0; j < ring; j++)
 			list_add_tail(&sc->ring[j].node, &sc->free);
 		INIT_WORK(&sc->work, sdma_work);
 		init_waitqueue_head(&sc->wq);
@@ -548,7 +600,8 @@ static int sdma_probe(struct platform_device *pdev)
 		goto err_free;
 	}
 	platform_set_drvdata(pdev, sd);
-	dev_info(&pdev->dev, "%u DMA_MEMCPY channels\n", sd->nchans);
+	dev_info(&pdev->dev, "%u DMA_MEMCPY channels, profile %s, %u descriptors each\n",
+		 sd->nchans, profile_names[prof], ring);
 	return 0;
 
 err_free:
@@ -616,8 +669,13 @@ static int __init sdma_init(void)
 {
 	int rc;
 
-	if (!nr_channels || nr_channels > 64)
+	if (!nr_channels || nr_channels > 64 || !ring || ring > 65536)
 		return -EINVAL;
+	prof = match_string(profile_names, ARRAY_SIZE(profile_names), profile);
+	if (prof < 0) {
+		pr_err(DRV_NAME ": profile=%s: soft, plx or ioat\n", profile);
+		return -EINVAL;
+	}
 	sdma_wq = alloc_workqueue(DRV_NAME, WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!sdma_wq)
 		return -ENOMEM;
