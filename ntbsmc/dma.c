@@ -21,10 +21,27 @@
  * whose DMA failed, timed out or was aborted is written again by the CPU first,
  * so the peer never sees a byte twice, out of order or missing.
  *
- * A channel dies (its engine went away, it stopped completing) by being
- * detached: no new submissions (SRCU), then dmaengine_terminate_sync(), after
- * which nothing of ours is in flight on it and the segments still waiting for it
- * are rewritten by the CPU. The record lives on while segments reference it.
+ * A channel dies (its engine went away, it stopped completing, the device goes
+ * down or idle) in dma_kill(): no new submissions (SRCU), then the channel is
+ * stopped. The engines beside the target's NT ports cannot be stopped any other
+ * way than by releasing the channel: plx_dma and ioatdma have no terminate_all,
+ * so dmaengine_terminate_sync() fails on them and stops nothing. So dma_kill()
+ * tries it (engines that can, drop what is queued without calling back) and then
+ * always releases the channel: the provider stops its engine there (plx_dma:
+ * halts it, waiting up to a second, and calls every descriptor left back as
+ * aborted; ioatdma: resets the channel and drops them). Only once that returned
+ * is the channel "terminated": nothing of ours is in flight on it and nothing
+ * more will be called back, and a segment still pending is rewritten by the CPU.
+ * Until then a segment is never retired, unmapped, unpinned or rewritten:
+ * whatever the engine may still read or write stays as it was given to it.
+ *
+ * What a stuck engine can hold: per connection, the NTBSMC_TX_SEGS segments of
+ * its ring (their pinned pages or the staging buffer) and, through the ring's
+ * reference, the connection and its slot; for at most dma_timeout_ms from the
+ * oldest segment's issue plus the provider's stop (plx_dma: 1 s), after which
+ * the channel is released and the CPU writes what the engine did not.
+ *
+ * The record lives on while segments reference it.
  */
 
 /*
@@ -56,7 +73,8 @@ struct ntbsmc_dma {
 	dma_addr_t peer_win;		/* the peer's window as the engine addresses it */
 	size_t peer_win_size;
 	unsigned long flags;
-	bool terminated;		/* killed: nothing of ours in flight on it */
+	bool terminated;		/* released: nothing of ours in flight on it */
+	struct completion killed;	/* dma_kill() released the channel */
 	atomic_t prep_failures;		/* consecutive */
 	struct work_struct kill_work, free_work;
 	char name[32];			/* the channel's; its device may go first */
@@ -101,8 +119,8 @@ static void dma_free_work(struct work_struct *work)
 {
 	struct ntbsmc_dma *d = container_of(work, struct ntbsmc_dma, free_work);
 
+	/* the channel was released in dma_kill(), which every record goes through */
 	dma_unmap_resource(d->dmadev, d->peer_win, d->peer_win_size, DMA_FROM_DEVICE, 0);
-	dma_release_channel(d->chan);
 	put_device(d->dmadev);
 	ntbsmc_dev_put(d->dev);
 	kfree(d);
@@ -125,10 +143,12 @@ static void dma_put(struct ntbsmc_dma *d)
 
 /*
  * Stops all use of @d: it is no longer the device's channel, nobody submits on it
- * any more (SRCU) and the engine dropped what was queued. After a @failed channel
- * the device waits a second before it asks for another one; one let go because
- * the device went down or idle may be followed by the next connection's at once.
- * Process context.
+ * any more (SRCU) and the channel is released: its engine stopped, and every
+ * descriptor of ours on it was called back or never will be. Returns when that
+ * is so, also when another caller does the work. After a @failed channel the
+ * device waits a second before it asks for another one; one let go because the
+ * device went down or idle may be followed by the next connection's at once.
+ * Process context; the caller holds a reference on @d.
  */
 static void dma_kill(struct ntbsmc_dma *d, bool failed)
 {
@@ -146,11 +166,21 @@ static void dma_kill(struct ntbsmc_dma *d, bool failed)
 	mutex_unlock(&dev->dma_lock);
 	if (!test_and_set_bit(DMA_KILLED, &d->flags)) {
 		ntbsmc_conn_sync();
+		/*
+		 * -ENOSYS on plx_dma and ioatdma. The release stops them; it may
+		 * call our segments back (aborted), from here, under dmaengine's
+		 * dma_list_mutex: seg_desc_done() takes no mutex.
+		 */
 		dmaengine_terminate_sync(d->chan);
+		dma_release_channel(d->chan);
 		/* segments still pending now will never be called back */
 		smp_store_release(&d->terminated, true);
+		complete_all(&d->killed);
 		/* dev->ntb may be gone (this runs after ntbsmc_remove() too) */
 		pr_info("ntbsmc: %s: DMA channel %s dropped\n", dev->name, d->name);
+	} else {
+		/* the device's next epoch must not begin under a running engine */
+		wait_for_completion(&d->killed);
 	}
 	if (owned)
 		dma_put(d);
@@ -288,6 +318,7 @@ void ntbsmc_dma_attach(struct ntbsmc_dev *dev, struct net *net)
 	kref_init(&d->ref);		/* dev->dma's, put in dma_kill() */
 	INIT_WORK(&d->kill_work, dma_kill_work);
 	INIT_WORK(&d->free_work, dma_free_work);
+	init_completion(&d->killed);
 	d->chan = chan;
 	d->choice = pref.choice;
 	strscpy(d->name, dma_chan_name(chan), sizeof(d->name));
@@ -645,6 +676,7 @@ static void seg_work(struct work_struct *work)
 	struct ntbsmc_txseg *seg;
 	bool published = false;
 	unsigned long flags;
+	u64 end;
 
 	for (;;) {
 		spin_lock_irqsave(&conn->lock, flags);
@@ -678,8 +710,10 @@ static void seg_work(struct work_struct *work)
 		seg_copy_cpu(seg);
 
 		spin_lock_irqsave(&conn->lock, flags);
+		/* once released, the sender may fill the entry again */
+		end = seg->end;
 		seg_release(conn, seg);
-		seg_publish_locked(conn, seg->end);
+		seg_publish_locked(conn, end);
 		spin_unlock_irqrestore(&conn->lock, flags);
 		published = true;
 		wake_up(&conn->tx_wq);

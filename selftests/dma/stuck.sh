@@ -1,0 +1,160 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Engines that cannot be stopped. The engines beside the target's NT ports,
+# plx_dma and ioatdma, have no terminate_all: once a descriptor is issued, only
+# releasing the channel stops the engine (plx_dma then calls every queued
+# descriptor back as aborted, ioatdma drops them). soft_dma's profiles plx and
+# ioat behave so (soft_dma.c); for each of them, with concurrent staged and
+# zero-copy streams both ways, every byte checked where it lands:
+#   timeout   each descriptor takes longer than ntbsmc's dma_timeout_ms, rounds
+#             of streams: channels are killed with segments in flight, and the
+#             engine would still write them (on 45ea773: stale or future bytes
+#             published, a use-after-free in the completion)
+#   ring      a descriptor ring of 40 entries, filled by the streams: segments
+#             partly issued are rewritten once their descriptors came back
+#   linkloss  host b's NTB port is unbound while descriptors are queued: the
+#             connections reset (or finish), nothing lands in the next epoch,
+#             and after the port is back a stream is intact over NTB again
+# After each: every pinned page released.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+source "$REPO/selftests/dma/lib.sh"
+
+engine_defaults() {
+	[ -w "$SOFT_DMA/latency_us" ] && echo 0 >"$SOFT_DMA/latency_us"
+	echo 2000 >"$NTBSMC_PARAMS/dma_timeout_ms" 2>/dev/null
+}
+
+case $1 in
+setup) dma_setup; exit ;;
+cleanup) engine_defaults; dma_cleanup; exit ;;
+esac
+
+[ "$TOPO" = onevm ] || skip "one kernel: both hosts share the engine it reloads"
+PROFILES=${STUCK_PROFILES:-plx ioat}
+MB=1048576
+port=7300
+ulp_wait_active
+inns sysctl -q -w net.ntbsmc.lgr_idle_ms=1000 || fail "cannot set lgr_idle_ms"
+dma_paths 65536 262144
+
+# engine NAME PROFILE [PARAM=VALUE...]: host b reloads the engine (both hosts
+# share it) once the idle link groups let their channels go.
+engine() {
+	local name=$1 prof=$2
+	shift 2
+	barrier "$name-reload"
+	if [ "$ROLE" = b ]; then
+		wait_for 30 "soft_dma to unload" rmmod soft_dma
+		SOFT_DMA_PROFILE=$prof dma_load "$@"
+	fi
+	barrier "$name-loaded"
+}
+
+# streams NAME COUNT BYTES: COUNT transfers at once from host b to host a and
+# back (--both), half staged (64 KiB writes), half zero-copy (1 MiB writes);
+# STREAM_OPTS are added to both ends. Each must be over NTB and intact; with
+# --allow-reset in STREAM_OPTS a reset is an outcome, a wrong byte never.
+streams() {
+	local name=$1 n=$2 bytes=$3 i pids=() base=$port ws out
+	port=$((port + n))
+	if [ "$ROLE" = a ]; then
+		for i in $(seq "$n"); do
+			# shellcheck disable=SC2086
+			inns "$XFER" server "$MY_IP" $((base + i)) --ulp ${STREAM_OPTS:-} \
+				>"$WORK/$name.$i.json" &
+			pids+=($!)
+		done
+		for i in $(seq "$n"); do
+			wait_for 90 "server on $((base + i))" pid_listening "${pids[i - 1]}" $((base + i))
+		done
+		barrier "$name-listening"
+	else
+		barrier "$name-listening"
+		for i in $(seq "$n"); do
+			ws=$(((i % 2) ? 65536 : MB))
+			# shellcheck disable=SC2086
+			inns "$XFER" client "$PEER_IP" $((base + i)) --ulp ${STREAM_OPTS:-} --both \
+				--bytes "$bytes" --write-size $ws --seed "$name$i" \
+				>"$WORK/$name.$i.json" &
+			pids+=($!)
+		done
+	fi
+	STREAM_PIDS=("${pids[@]}")
+	[ -n "${STREAM_HOOK:-}" ] && $STREAM_HOOK
+	for i in $(seq "$n"); do
+		wait "${pids[i - 1]}" || check "$name.$i: failed: $(tail -1 "$WORK/$name.$i.json")" false
+		out=$(tail -1 "$WORK/$name.$i.json")
+		log "$name.$i: $out"
+		if [[ " ${STREAM_OPTS:-} " == *" --allow-reset "* ]]; then
+			check "$name.$i: $(jfield "$out" outcome), intact $(jfield "$out" intact)" \
+				one_of "$(jfield "$out" outcome)/$(jfield "$out" intact)" \
+				reset/missing ok/true
+		else
+			check "$name.$i: mode $(jfield "$out" mode), intact $(jfield "$out" intact)" \
+				[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+		fi
+	done
+	barrier "$name-done"
+}
+
+# dropped: how many times a DMA channel was let go, from the kernel log.
+dropped() {
+	dmesg | grep -c "ntbsmc: .*: DMA channel .* dropped"
+}
+
+# dma_moved: one of this host's NTB connections sent bytes by DMA.
+dma_moved() {
+	[[ $(cli -j conn show mode ntb) =~ \"dma_bytes\":\ ?[1-9] ]]
+}
+
+# linkloss_hook: host b unbinds its port once DMA carried bytes of a stream.
+linkloss_hook() {
+	[ "$ROLE" = b ] || return 0
+	wait_for 90 "DMA bytes on a connection" dma_moved
+	port_unbind
+}
+
+for prof in $PROFILES; do
+	engine "$prof-timeout" "$prof"
+	# A descriptor takes 250 ms, the timeout is 150 ms: every channel dies with
+	# segments queued, and a plx or ioat engine goes on with them unless the
+	# channel is released first.
+	before=$(ntb_stat dma_failed) drops=$(dropped)
+	if [ "$ROLE" = b ]; then
+		echo 150 >"$NTBSMC_PARAMS/dma_timeout_ms"
+		echo 250000 >"$SOFT_DMA/latency_us"
+	fi
+	for round in 1 2 3; do
+		streams "$prof-timeout$round" 4 $((6 * MB))
+		nap 1.2		# the device asks for a new channel after a second
+	done
+	[ "$ROLE" = b ] && engine_defaults
+	check "$prof-timeout: channels dropped: $(($(dropped) - drops))" \
+		[ $(($(dropped) - drops)) -ge 1 ]
+	check "$prof-timeout: DMA writes redone by the CPU: $(($(ntb_stat dma_failed) - before))" \
+		[ $(($(ntb_stat dma_failed) - before)) -ge 1 ]
+	wait_for 10 "every pinned page released" pins_balanced
+
+	# Four streams of 1 MiB buffers against a ring of 40 descriptors.
+	engine "$prof-ring" "$prof" ring=40
+	before=$(ntb_stat dma_failed)
+	[ "$ROLE" = b ] && echo 3000 >"$SOFT_DMA/latency_us"
+	streams "$prof-ring" 4 $((16 * MB))
+	[ "$ROLE" = b ] && engine_defaults
+	log "$prof-ring: DMA writes redone by the CPU: $(($(ntb_stat dma_failed) - before))"
+	wait_for 10 "every pinned page released" pins_balanced
+
+	# The link goes down with descriptors queued (20 ms each).
+	engine "$prof-linkloss" "$prof"
+	[ "$ROLE" = b ] && echo 20000 >"$SOFT_DMA/latency_us"
+	STREAM_OPTS=--allow-reset STREAM_HOOK=linkloss_hook \
+		streams "$prof-linkloss" 2 $((64 * MB))
+	[ "$ROLE" = b ] && engine_defaults
+	barrier "$prof-linkloss-unbound"
+	[ "$ROLE" = b ] && port_bind
+	ulp_wait_active
+	streams "$prof-after" 2 $((4 * MB))
+	wait_for 10 "every pinned page released" pins_balanced
+done
+checked
