@@ -374,6 +374,7 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 
 	if (le32_to_cpu(READ_ONCE(c->token)) != conn->my_token)
 		return 0;	/* the peer has not written this connection's block yet */
+	rmb();	/* the peer wrote the token before the flags and cursors */
 	flags = le32_to_cpu(READ_ONCE(c->flags));
 	if (conn->err) {
 		/*
@@ -955,6 +956,12 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 				/* under the lock: never after our DETACHED */
 				spin_lock_irqsave(&conn->lock, lflags);
 				conn->rx_cons += n;
+				/*
+				 * Our reads of the ring before the cursor that
+				 * lets the peer overwrite it: a store barrier
+				 * does not order loads (arm64's writeq neither).
+				 */
+				mb();
 				if (conn_link_ok(conn))
 					writeq(conn->rx_cons, &conn->tx_ctl->cons);
 				spin_unlock_irqrestore(&conn->lock, lflags);

@@ -103,13 +103,14 @@ void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot)
 		mb();	/* our entry is out before we read how far the peer got */
 		ring = le32_to_cpu(READ_ONCE(win_hdr(dev)->ev_cons)) == mine;
 	}
-	srcu_read_unlock(&ntbsmc_srcu, idx);
+	/* dev->ntb is the device's only inside the section (ntbsmc_remove()) */
 	if (ring) {
 		ntb_peer_db_set(dev->ntb, BIT_ULL(NTBSMC_DB_EVENT));
 		ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_TX, 1);
 	} else {
 		ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_SUPPRESSED, 1);
 	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
 }
 
 static void dev_event_slot(struct ntbsmc_dev *dev, u32 slot)
