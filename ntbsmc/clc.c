@@ -65,12 +65,13 @@ static int io_wait(struct clc_io *io, int want)
 	struct sock *sk = io->sk;
 	long left = io->deadline - jiffies;
 
-	if (left <= 0 && tcp_inq(sk) < want)
+	/* bytes that came after the deadline are not an answer in time */
+	if (left <= 0)
 		return -ETIMEDOUT;
-	wait_event_timeout(io->ctx->hs_wq,
-			   tcp_inq(sk) >= want || tcp_gone(sk) || sock_destroyed(io->ctx),
-			   max(left, 0L));
-	if (tcp_inq(sk) >= want)
+	left = wait_event_timeout(io->ctx->hs_wq,
+				  tcp_inq(sk) >= want || tcp_gone(sk) ||
+				  sock_destroyed(io->ctx), left);
+	if (left && tcp_inq(sk) >= want)
 		return 0;
 	if (sock_destroyed(io->ctx))
 		return -ESHUTDOWN;
@@ -245,8 +246,18 @@ static int conn_alloc_reason(long err)
 static int clc_attach(struct clc_io *io, struct ntbsmc_conn *conn,
 		      const struct ntbsmc_clc_rmb *rmb)
 {
-	int rc = ntbsmc_conn_attach(conn, rmb);
+	int rc;
 
+	/*
+	 * The last step before the peer's memory is written: the peer gave up
+	 * by now (its timeout is ours) or TCP ended, and its slot may be
+	 * another connection's.
+	 */
+	if (time_after_eq(jiffies, io->deadline) || tcp_gone(io->sk)) {
+		ntbsmc_conn_release(conn, true);
+		return -ETIMEDOUT;
+	}
+	rc = ntbsmc_conn_attach(conn, rmb);
 	if (!rc)
 		return 0;
 	ntbsmc_conn_release(conn, true);
