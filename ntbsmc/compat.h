@@ -12,6 +12,7 @@
 #include <net/inet_sock.h>
 #include <net/net_namespace.h>
 #include <linux/sysctl.h>
+#include <linux/bpf.h>
 
 #if __has_include(<linux/unaligned.h>)
 #include <linux/unaligned.h>		/* 6.12 */
@@ -63,5 +64,14 @@ static inline bool ntbsmc_defer_connect(const struct sock *sk)
 #define NTBSMC_ACCEPT_PARAMS	int flags, bool kern
 #define NTBSMC_ACCEPT_ARGS	flags, kern
 #endif
+
+/*
+ * A socket operation that may sleep: not one a BPF program calls (6.5:
+ * bpf_sock_destroy() reaches proto.diag_destroy from an iterator).
+ */
+static inline bool ntbsmc_may_sleep(void)
+{
+	return !has_current_bpf_ctx();
+}
 
 #endif /* NTBSMC_COMPAT_H */

@@ -324,6 +324,41 @@ static void listener_drain(struct ntbsmc_sock *lctx)
 	wait_event(lctx->hs_wq, !READ_ONCE(lctx->hs_children));
 }
 
+/*
+ * listener_drain() where sleeping is not allowed: false, and the listener open
+ * for handshakes again, if some are still running.
+ */
+static bool listener_drained(struct ntbsmc_sock *lctx)
+{
+	bool drained;
+
+	spin_lock_bh(&ntbsmc_socks_lock);
+	drained = !lctx->hs_children;
+	lctx->closing = drained;
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	return drained;
+}
+
+/*
+ * TCP stopped a listener other than by close(): shutdown(SHUT_RD or SHUT_RDWR),
+ * connect(AF_UNSPEC) or SOCK_DESTROY, after listener_drain(). If it is no
+ * longer listening, the socket may connect or listen again, as plain TCP that
+ * offers nothing: its SYN must not offer ntbsmc to a peer that would then wait
+ * for a handshake nobody runs (a socket's handshake runs once, as on a
+ * disconnected connection). Socket locked.
+ */
+static void listener_stopped(struct sock *sk, struct ntbsmc_sock *ctx)
+{
+	if (sk->sk_state != TCP_LISTEN) {
+		tcp_sk(sk)->syn_smc = 0;
+		ctx_to_tcp(sk, ctx, NTBSMC_REASON_DISCONNECTED);
+		return;
+	}
+	spin_lock_bh(&ntbsmc_socks_lock);
+	ctx->closing = false;		/* still listening */
+	spin_unlock_bh(&ntbsmc_socks_lock);
+}
+
 /* The close() that came during the handshake, TCP's part (see hs_close_defer()). */
 static void hs_close(struct ntbsmc_sock *ctx, struct sock *sk)
 {
@@ -869,15 +904,9 @@ static int disconnect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 	long timeo = MAX_SCHEDULE_TIMEOUT;
 	int rc;
 
-	if (sk->sk_state == TCP_LISTEN) {
-		/* TCP destroys the accept queue's children, as on close() */
-		listener_drain(ctx);
-		rc = ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
-		spin_lock_bh(&ntbsmc_socks_lock);
-		ctx->closing = false;	/* it may listen again */
-		spin_unlock_bh(&ntbsmc_socks_lock);
-		return rc;
-	}
+	/* a listener's: ntbsmc_tcp_disconnect() */
+	if (sk->sk_state == TCP_LISTEN)
+		return ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
 	lock_sock(sk);
 	/* the handshake's worker is bounded by the handshake timeout */
 	rc = in_handshake(sk, ctx) ? wait_handshake(sk, ctx, &timeo) : 0;
@@ -1007,6 +1036,51 @@ static int ntbsmc_shutdown(struct socket *sock, int how)
 	return 0;
 }
 
+/*
+ * TCP's disconnect, socket locked: from connect(AF_UNSPEC) and, on a listener,
+ * from shutdown(SHUT_RD or SHUT_RDWR). On a listener it destroys the accept
+ * queue's children, as close() does: their handshakes end first.
+ */
+static int ntbsmc_tcp_disconnect(struct sock *sk, int flags)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	int rc;
+
+	/* also a listener's child, copied with our table, from its listener's stop */
+	if (!ctx)
+		return tcp_proto_of(sk)->disconnect(sk, flags);
+	if (sk->sk_state != TCP_LISTEN)
+		return ctx->sk_proto->disconnect(sk, flags);
+	listener_drain(ctx);
+	rc = ctx->sk_proto->disconnect(sk, flags);
+	listener_stopped(sk, ctx);
+	return rc;
+}
+
+/*
+ * SOCK_DESTROY (and bpf_sock_destroy()): TCP's abort destroys a listener's
+ * children too. A BPF iterator may not sleep: with handshakes running it is
+ * refused, as tcp_abort() refuses a socket it cannot lock.
+ */
+static int ntbsmc_diag_destroy(struct sock *sk, int err)
+{
+	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	int rc;
+
+	if (!ctx)
+		return tcp_proto_of(sk)->diag_destroy(sk, err);
+	if (READ_ONCE(sk->sk_state) != TCP_LISTEN)
+		return ctx->sk_proto->diag_destroy(sk, err);
+	if (!ntbsmc_may_sleep())
+		return listener_drained(ctx) ? ctx->sk_proto->diag_destroy(sk, err) : -EBUSY;
+	listener_drain(ctx);
+	rc = ctx->sk_proto->diag_destroy(sk, err);
+	lock_sock(sk);
+	listener_stopped(sk, ctx);
+	release_sock(sk);
+	return rc;
+}
+
 /* ---- tables ---- */
 
 static void build_protos(struct proto prot[NTBSMC_NCONF], struct proto_ops *ops,
@@ -1021,6 +1095,9 @@ static void build_protos(struct proto prot[NTBSMC_NCONF], struct proto_ops *ops,
 #endif
 	prot[NTBSMC_ACTIVE].ioctl = ntbsmc_ioctl;
 	prot[NTBSMC_ACTIVE].getsockopt = ntbsmc_getsockopt;
+	prot[NTBSMC_ACTIVE].disconnect = ntbsmc_tcp_disconnect;
+	if (base->diag_destroy)
+		prot[NTBSMC_ACTIVE].diag_destroy = ntbsmc_diag_destroy;
 
 	prot[NTBSMC_FALLBACK] = *base;
 	prot[NTBSMC_FALLBACK].getsockopt = ntbsmc_getsockopt;
