@@ -28,6 +28,9 @@ static const struct nla_policy stats_policy[NTBSMC_STATS_MAX + 1] = {
 	[NTBSMC_STATS_ZC_BYTES]		= { .type = NLA_U64 },
 	[NTBSMC_STATS_DMA_FAILED]	= { .type = NLA_U64 },
 	[NTBSMC_STATS_NOTIFY_LOST]	= { .type = NLA_U64 },
+	[NTBSMC_STATS_ORPHAN_RESET]	= { .type = NLA_U64 },
+	[NTBSMC_STATS_HS_PEAK]		= { .type = NLA_U64 },
+	[NTBSMC_STATS_HS_CONGESTED]	= { .type = NLA_U64 },
 };
 
 static const struct nla_policy reason_policy[REASON_ATTR_MAX + 1] = {
@@ -44,7 +47,12 @@ static const struct {
 	{ NTBSMC_STATS_CONN_NTB, "conn_ntb", "Connections", "over NTB" },
 	{ NTBSMC_STATS_CONN_TCP, "conn_tcp", "Connections", "fell back to TCP" },
 	{ NTBSMC_STATS_HS_ERR, "handshake_errors", "Connections", "handshake errors" },
+	{ NTBSMC_STATS_HS_PEAK, "handshakes_peak", "Connections",
+	  "server handshakes, peak" },
+	{ NTBSMC_STATS_HS_CONGESTED, "handshakes_congested", "Connections",
+	  "declined: max_handshakes" },
 	{ NTBSMC_STATS_ABORT, "aborts", "Connections", "reset (aborted)" },
+	{ NTBSMC_STATS_ORPHAN_RESET, "orphan_resets", "Connections", "orphans reset" },
 	{ NTBSMC_STATS_TX_BYTES, "tx_bytes", "Bytes", "sent over NTB" },
 	{ NTBSMC_STATS_RX_BYTES, "rx_bytes", "Bytes", "received over NTB" },
 	{ NTBSMC_STATS_CPU_BYTES, "cpu_bytes", "Bytes", "copied by the CPU" },

@@ -363,6 +363,8 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	if (!tcp_sk(ctx->sk)->syn_smc)
 		return READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
 						NTBSMC_REASON_DISABLED;
+	/* before io_init(): the delay is the client's, not the server's late answer */
+	ntbsmc_fault_delay(NTBSMC_FAULT_CLIENT_HELLO_DELAY, ctx->sk);
 	io_init(&io, ctx);
 	if (ntbsmc_fault(NTBSMC_FAULT_CLIENT_SILENT, ctx->sk)) {
 		io_wait(&io, INT_MAX);
@@ -529,6 +531,8 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		return rc;
 	if (in.prop.version != NTBSMC_CLC_VERSION)
 		return clc_decline(&io, NTBSMC_REASON_VERSION);
+	if (ctx->hs_congested)		/* beyond max_handshakes (hs_count()) */
+		return clc_decline(&io, NTBSMC_REASON_CONGESTED);
 	dev = ntbsmc_dev_find_active(net, in.prop.fabric_id, in.prop.sysid);
 	if (!dev)
 		return clc_decline(&io, no_link_reason(net, in.prop.sysid));

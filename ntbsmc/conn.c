@@ -40,13 +40,31 @@ static u32 conn_rmb_want(struct sock *sk)
 static void conn_maybe_release(struct ntbsmc_conn *conn);
 static void conn_recheck(struct timer_list *t);
 
-/* The peer had all the time a handshake may take to attach to our slot. */
+/* Resets a closed connection the peer does not let go of; counted. */
+static void conn_orphan_reset(struct ntbsmc_conn *conn, const char *why)
+{
+	ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_ORPHAN_RESET, 1);
+	net_info_ratelimited("ntbsmc: %s: closed connection reset: %s\n",
+			     conn->dev->name, why);
+	ntbsmc_conn_abort(conn, why);
+}
+
+/*
+ * A failed handshake: the peer had all the time a handshake may take to attach
+ * to our slot. An established connection: closed, and the peer did not let go
+ * in orphan_timeout_ms.
+ */
 static void conn_hold_expired(struct timer_list *t)
 {
 	struct ntbsmc_conn *conn = from_timer(conn, t, hold_timer);
 
-	WRITE_ONCE(conn->hold_expired, true);
-	conn_maybe_release(conn);
+	if (READ_ONCE(conn->established)) {
+		if (!test_bit(0, &conn->released))
+			conn_orphan_reset(conn, "orphan timeout");
+	} else {
+		WRITE_ONCE(conn->hold_expired, true);
+		conn_maybe_release(conn);
+	}
 	ntbsmc_conn_put(conn);	/* taken when the timer was armed */
 }
 
@@ -353,6 +371,9 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 static bool conn_detach(struct ntbsmc_conn *conn)
 {
 	if ((conn->my_flags & NTBSMC_F_DETACHED) || !conn->established || !conn->tx_ctl)
+		return false;
+	/* the test build's silent peer (a wedged host, one of protocol version 2) */
+	if (ntbsmc_fault(NTBSMC_FAULT_DETACH_DROP, conn->sk))
 		return false;
 	conn->my_flags |= NTBSMC_F_DETACHED;
 	conn_publish_flags(conn);
@@ -1103,8 +1124,9 @@ void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how)
  */
 void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 {
+	struct ntbsmc_net *nn = ntbsmc_net(conn->dev->net);
+	bool post, orphan_wait = false;
 	unsigned long flags;
-	bool post;
 	int idx;
 
 	conn_update(conn);
@@ -1123,10 +1145,18 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 		conn_flush(conn);
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
-	/* A failed handshake waits for the peer's acknowledgement that long at most. */
+	/*
+	 * A failed handshake waits for the peer's acknowledgement that long at
+	 * most; a closed connection orphan_timeout_ms, then it resets.
+	 */
 	if (!conn->established && READ_ONCE(conn->exposed)) {
 		refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
 		mod_timer(&conn->hold_timer, jiffies + msecs_to_jiffies(NTBSMC_HOLD_MS));
+	} else if (conn->established && !abort) {
+		refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
+		mod_timer(&conn->hold_timer, jiffies +
+			  msecs_to_jiffies(READ_ONCE(nn->orphan_timeout_ms)));
+		orphan_wait = true;
 	}
 	/*
 	 * An orphan until conn_maybe_release() gives the slot back; counted
@@ -1142,6 +1172,13 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	/* conn->sk is gone: a running conn_recheck() does not arm it again */
 	if (timer_delete(&conn->recheck_timer))
 		ntbsmc_conn_put(conn);	/* the timer's: it will not run */
+	/*
+	 * Beyond max_orphans waiting, a closing connection resets, as TCP's do.
+	 * (Before conn_maybe_release(), which may drop the last reference.)
+	 */
+	if (orphan_wait && conn_peer_may_write(conn) &&
+	    atomic_read(&conn->dev->orphans) > READ_ONCE(nn->max_orphans))
+		conn_orphan_reset(conn, "too many orphans");
 	conn_maybe_release(conn);
 }
 

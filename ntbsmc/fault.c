@@ -37,6 +37,9 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_TX_BAD_CURSOR]		= "tx_bad_cursor",
 	[NTBSMC_FAULT_POLL_ARM_DELAY]		= "poll_arm_delay",
 	[NTBSMC_FAULT_NOTIFY_DROP]		= "notify_drop",
+	[NTBSMC_FAULT_DETACH_DROP]		= "detach_drop",
+	[NTBSMC_FAULT_CLIENT_HELLO_DELAY]	= "client_hello_delay",
+	[NTBSMC_FAULT_CLONE_NOMEM]		= "clone_nomem",
 };
 
 static struct fault_point fault_points[NTBSMC_FAULT_NR];
@@ -46,8 +49,9 @@ static bool fault_port_match(const struct fault_point *p, const struct sock *sk)
 {
 	u32 port = READ_ONCE(p->port);
 
-	return !port || inet_sk(sk)->inet_num == port ||
-	       ntohs(inet_sk(sk)->inet_dport) == port;
+	/* a closed connection has no socket: only a point for any port hits it */
+	return !port || (sk && (inet_sk(sk)->inet_num == port ||
+				ntohs(inet_sk(sk)->inet_dport) == port));
 }
 
 bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk)

@@ -30,6 +30,9 @@ enum ntbsmc_fault_point {
 	NTBSMC_FAULT_TX_BAD_CURSOR,	/* a send that publishes an impossible cursor */
 	NTBSMC_FAULT_POLL_ARM_DELAY,	/* delay: poll asked for doorbells, not yet looked again */
 	NTBSMC_FAULT_NOTIFY_DROP,	/* a doorbell the peer asked for, not rung */
+	NTBSMC_FAULT_DETACH_DROP,	/* a peer that never lets go of a closed connection */
+	NTBSMC_FAULT_CLIENT_HELLO_DELAY,	/* delay: connected, HELLO not sent yet */
+	NTBSMC_FAULT_CLONE_NOMEM,	/* a child's context not allocated (atomic) */
 	NTBSMC_FAULT_NR
 };
 

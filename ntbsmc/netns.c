@@ -16,6 +16,8 @@ static int max_rmb_kb = NTBSMC_RMB_MAX >> 10;
 static int max_idle_ms = 24 * 3600 * 1000;
 static int max_hs = 65536;
 static int max_recheck_ms = 60000;
+static int max_orphan_ms = 24 * 3600 * 1000;
+static int max_orphans = NTBSMC_SLOT_MAX;
 
 static const struct ctl_table ntbsmc_sysctl_template[] = {
 	{
@@ -90,6 +92,22 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &max_recheck_ms,
 	},
+	{
+		.procname	= "orphan_timeout_ms",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &min_timeout_ms,
+		.extra2		= &max_orphan_ms,
+	},
+	{
+		.procname	= "max_orphans",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &max_orphans,
+	},
 	{ }
 };
 
@@ -108,11 +126,20 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->zerocopy_threshold = 262144;
 	nn->max_handshakes = 64;
 	nn->recheck_ms = NTBSMC_RECHECK_MS;
+	nn->orphan_timeout_ms = 60 * 1000;	/* tcp_fin_timeout's default */
+	nn->max_orphans = 256;
 
+	/*
+	 * Handshakes sleep on the peer: as many may run as max_handshakes lets
+	 * servers start, beside the clients'.
+	 */
+	nn->hs_wq = alloc_workqueue("ntbsmc_hs", WQ_UNBOUND, WQ_MAX_ACTIVE);
+	if (!nn->hs_wq)
+		return -ENOMEM;
 	tbl = kmemdup(ntbsmc_sysctl_template, sizeof(ntbsmc_sysctl_template),
 		      GFP_KERNEL);
 	if (!tbl)
-		return -ENOMEM;
+		goto err_wq;
 	tbl[0].data = &nn->enabled;
 	tbl[1].data = &nn->handshake_timeout_ms;
 	tbl[2].data = &nn->busy_poll_us;
@@ -122,14 +149,20 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	tbl[6].data = &nn->zerocopy_threshold;
 	tbl[7].data = &nn->max_handshakes;
 	tbl[8].data = &nn->recheck_ms;
+	tbl[9].data = &nn->orphan_timeout_ms;
+	tbl[10].data = &nn->max_orphans;
 	/* Like net.ipv4: a namespace's settings are its own root's to change. */
 	nn->sysctl = ntbsmc_register_net_sysctl(net, "net/ntbsmc", tbl,
 						ARRAY_SIZE(ntbsmc_sysctl_template) - 1);
 	if (!nn->sysctl) {
 		kfree(tbl);
-		return -ENOMEM;
+		goto err_wq;
 	}
 	return 0;
+
+err_wq:
+	destroy_workqueue(nn->hs_wq);
+	return -ENOMEM;
 }
 
 static void __net_exit ntbsmc_net_pre_exit(struct net *net)
@@ -144,6 +177,8 @@ static void __net_exit ntbsmc_net_exit(struct net *net)
 
 	unregister_net_sysctl_table(nn->sysctl);
 	kfree(tbl);
+	/* every socket held the namespace: no handshake is left but ending ones */
+	destroy_workqueue(nn->hs_wq);
 }
 
 static struct pernet_operations ntbsmc_net_ops = {

@@ -35,6 +35,9 @@ enum ntbsmc_stat {
 	NTBSMC_STAT_ZC_BYTES,		/* of those, straight from the sender's pages */
 	NTBSMC_STAT_DMA_FAILED,		/* DMA writes redone by the CPU */
 	NTBSMC_STAT_NOTIFY_LOST,	/* waiters woken by a re-check, not a doorbell */
+	NTBSMC_STAT_ORPHAN_RESET,	/* closed connections reset: timeout or too many */
+	NTBSMC_STAT_HS_PEAK,		/* most server handshakes running at once */
+	NTBSMC_STAT_HS_CONGESTED,	/* children beyond max_handshakes: declined */
 	NTBSMC_STAT_FB_CLIENT,		/* first of __NTBSMC_REASON_MAX client reasons */
 	NTBSMC_STAT_FB_SERVER = NTBSMC_STAT_FB_CLIENT + __NTBSMC_REASON_MAX,
 	__NTBSMC_STAT_MAX = NTBSMC_STAT_FB_SERVER + __NTBSMC_REASON_MAX,
@@ -51,7 +54,11 @@ struct ntbsmc_net {
 	int zerocopy_threshold;		/* ... and straight from user pages; 0: never */
 	int max_handshakes;		/* server handshakes at once; SYNs beyond: TCP */
 	int recheck_ms;			/* period of the lost-notification re-check; 0: off */
-	atomic_t handshakes;		/* server handshakes running */
+	int orphan_timeout_ms;		/* a closed connection unacknowledged this long: reset */
+	int max_orphans;		/* per device; beyond, a closing connection resets */
+	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
+	struct workqueue_struct *hs_wq;	/* this namespace's handshakes: one namespace's
+					 * flood does not hold up another's */
 	atomic64_t stats[__NTBSMC_STAT_MAX];
 	struct ctl_table_header *sysctl;
 };
@@ -195,7 +202,11 @@ struct ntbsmc_conn {
 	/*
 	 * A handshake that failed with our slot exposed holds it until the peer
 	 * acknowledges or can no longer attach (NTBSMC_HOLD_MS): the timer, which
-	 * holds a reference, ends that wait.
+	 * holds a reference, ends that wait. An established connection, once
+	 * closed, waits for the peer's DETACHED (or its CLOSED, or ABORT) at most
+	 * orphan_timeout_ms: then the timer resets it, as TCP's FIN-WAIT-2 timer
+	 * ends an orphan, and the slot is freed when the peer acknowledges the
+	 * ABORT or the link epoch ends.
 	 */
 	bool hold_expired;
 	struct timer_list hold_timer;
@@ -337,6 +348,8 @@ struct ntbsmc_sock {
 	u32 peer_reason;
 	bool client;
 	bool hs_started;
+	bool hs_counted;		/* a server handshake in ntbsmc_net.handshakes */
+	bool hs_congested;		/* a child beyond max_handshakes: it only declines */
 	u8 hs_shutdown;			/* shutdown() during the handshake, applied at its end */
 	unsigned long hs_start;		/* jiffies: connection established */
 	struct work_struct hs_work;

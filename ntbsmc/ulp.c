@@ -21,6 +21,7 @@
 #include <net/inet_common.h>
 #include <net/transp_v6.h>
 #include "ntbsmc.h"
+#include "fault.h"
 
 enum { NTBSMC_V4, NTBSMC_V6, NTBSMC_NFAM };
 enum { NTBSMC_ACTIVE, NTBSMC_FALLBACK, NTBSMC_NCONF };
@@ -29,7 +30,6 @@ static struct proto ntbsmc_prots[NTBSMC_NFAM][NTBSMC_NCONF];
 static struct proto_ops ntbsmc_proto_ops[NTBSMC_NFAM];
 static const struct proto *saved_tcpv6_prot;
 static DEFINE_MUTEX(ntbsmc_prot_lock);
-static struct workqueue_struct *ntbsmc_wq;
 
 LIST_HEAD(ntbsmc_socks);
 DEFINE_SPINLOCK(ntbsmc_socks_lock);	/* _bh: children are listed from softirq */
@@ -113,7 +113,7 @@ static void ntbsmc_state_change(struct sock *sk)
 			ctx->hs_start = jiffies;
 			refcount_inc(&ctx->ref);	/* put by hs_work */
 			sock_hold(sk);			/* put by hs_work */
-			queue_work(ntbsmc_wq, &ctx->hs_work);
+			queue_work(ntbsmc_net(sock_net(sk))->hs_wq, &ctx->hs_work);
 		}
 		wake_up_all(&ctx->hs_wq);
 		ctx->saved_state_change(sk);
@@ -150,10 +150,72 @@ static void ctx_unhook(struct ntbsmc_sock *ctx, struct sock *sk)
 
 static void ntbsmc_hs_work(struct work_struct *work);
 
+/*
+ * Contexts for children whose atomic allocation fails. A child whose SYN-ACK
+ * offered ntbsmc must run a handshake: as plain TCP, its application would
+ * read the client's HELLO. The reserve is refilled in process context; a SYN
+ * that finds it empty is answered without the offer (ntbsmc_hs_congested()),
+ * so only more failures than it holds within one round trip leave a child
+ * without a context.
+ */
+#define CTX_RESERVE	64
+
+static DEFINE_SPINLOCK(ctx_reserve_lock);
+static void *ctx_reserve[CTX_RESERVE];
+static unsigned int ctx_reserved;	/* under ctx_reserve_lock; read racily */
+
+static void ctx_reserve_fill(struct work_struct *work)
+{
+	void *p;
+
+	for (;;) {
+		p = kzalloc(sizeof(struct ntbsmc_sock), GFP_KERNEL);
+		if (!p)
+			return;
+		spin_lock_bh(&ctx_reserve_lock);
+		if (ctx_reserved < CTX_RESERVE) {
+			ctx_reserve[ctx_reserved++] = p;
+			p = NULL;
+		}
+		spin_unlock_bh(&ctx_reserve_lock);
+		if (p) {
+			kfree(p);
+			return;
+		}
+	}
+}
+
+static DECLARE_WORK(ctx_reserve_work, ctx_reserve_fill);
+
+static void *ctx_reserve_take(void)
+{
+	void *p = NULL;
+
+	spin_lock_bh(&ctx_reserve_lock);
+	if (ctx_reserved)
+		p = ctx_reserve[--ctx_reserved];
+	spin_unlock_bh(&ctx_reserve_lock);
+	schedule_work(&ctx_reserve_work);
+	if (p)
+		memset(p, 0, sizeof(struct ntbsmc_sock));
+	return p;
+}
+
+static void ctx_reserve_free(void)
+{
+	cancel_work_sync(&ctx_reserve_work);
+	while (ctx_reserved)
+		kfree(ctx_reserve[--ctx_reserved]);
+}
+
 static struct ntbsmc_sock *ctx_alloc(struct sock *sk, gfp_t gfp)
 {
-	struct ntbsmc_sock *ctx = kzalloc(sizeof(*ctx), gfp);
+	struct ntbsmc_sock *ctx = NULL;
 
+	if (gfpflags_allow_blocking(gfp) || !ntbsmc_fault(NTBSMC_FAULT_CLONE_NOMEM, sk))
+		ctx = kzalloc(sizeof(*ctx), gfp | __GFP_NOWARN);
+	if (!ctx && !gfpflags_allow_blocking(gfp))
+		ctx = ctx_reserve_take();
 	if (!ctx)
 		return NULL;
 	refcount_set(&ctx->ref, 1);	/* the socket's, put in ->release() */
@@ -300,7 +362,8 @@ static void listener_child_done(struct ntbsmc_sock *ctx)
 {
 	struct ntbsmc_sock *lctx = ctx->listener;
 
-	atomic_dec(&ntbsmc_net(sock_net(ctx->sk))->handshakes);
+	if (ctx->hs_counted)
+		atomic_dec(&ntbsmc_net(sock_net(ctx->sk))->handshakes);
 	spin_lock_bh(&ntbsmc_socks_lock);
 	lctx->hs_children--;
 	ctx->listener = NULL;
@@ -464,7 +527,34 @@ static bool ntbsmc_hs_congested(const struct sock *sk)
 {
 	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
 
-	return atomic_read(&nn->handshakes) >= READ_ONCE(nn->max_handshakes);
+	return atomic_read(&nn->handshakes) >= READ_ONCE(nn->max_handshakes) ||
+	       !READ_ONCE(ctx_reserved);	/* the child may find no memory */
+}
+
+/*
+ * A child whose SYN-ACK offered ntbsmc starts its handshake: the client will
+ * send HELLO. The SYN was let through because fewer than max_handshakes ran
+ * then, but SYNs are checked one by one and children counted only here (a
+ * round trip later), so N SYNs and then N ACKs would start N: beyond the limit
+ * the child's handshake only declines (HELLO_ACK, then a DECLINE of the
+ * PROPOSAL: no buffer, no attach), and the client falls back to TCP.
+ * Under ntbsmc_socks_lock, which serialises the count's increments.
+ */
+static void hs_count(struct ntbsmc_sock *ctx, struct ntbsmc_net *nn)
+{
+	atomic64_t *peak = &nn->stats[NTBSMC_STAT_HS_PEAK];
+	int n;
+
+	lockdep_assert_held(&ntbsmc_socks_lock);
+	if (atomic_read(&nn->handshakes) >= READ_ONCE(nn->max_handshakes)) {
+		ctx->hs_congested = true;
+		ntbsmc_stat_add(sock_net(ctx->sk), NTBSMC_STAT_HS_CONGESTED, 1);
+		return;
+	}
+	n = atomic_inc_return(&nn->handshakes);
+	ctx->hs_counted = true;
+	if (n > atomic64_read(peak))
+		atomic64_set(peak, n);	/* increments are serialised: no race */
 }
 
 /*
@@ -526,16 +616,21 @@ static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
 			lctx->hs_children++;	/* ctx->listener holds the ref */
 			ctx->listener = lctx;
 			list_add_tail(&ctx->node, &ntbsmc_socks);
-			atomic_inc(&ntbsmc_net(sock_net(newsk))->handshakes);
+			hs_count(ctx, ntbsmc_net(sock_net(newsk)));
 			start = true;
 		}
 		spin_unlock_bh(&ntbsmc_socks_lock);
 	}
 	if (!start) {
 		/*
-		 * No memory, or the listener is going: the child is plain TCP, told
-		 * nothing it could misread (a closing listener resets it anyway).
+		 * The listener is going: the child is plain TCP, told nothing it
+		 * could misread (a closing listener resets it anyway). No memory,
+		 * even in the reserve: the same, and the client's HELLO reaches
+		 * the application (see ctx_reserve); counted.
 		 */
+		if (!ctx && lctx)
+			ntbsmc_stat_add(sock_net(newsk), NTBSMC_STAT_FB_SERVER +
+					NTBSMC_REASON_NO_MEMORY, 1);
 		kfree(ctx);
 		newsk->sk_prot = newsk->sk_prot_creator;
 		tcp_sk(newsk)->syn_smc = 0;
@@ -552,7 +647,7 @@ static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
 	rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, ctx);
 	refcount_inc(&ctx->ref);	/* put by hs_work */
 	sock_hold(newsk);		/* put by hs_work */
-	queue_work(ntbsmc_wq, &ctx->hs_work);
+	queue_work(ntbsmc_net(sock_net(newsk))->hs_wq, &ctx->hs_work);
 }
 
 /* The socket is destroyed (any context): drop what it owned. */
@@ -1118,13 +1213,7 @@ int ntbsmc_ulp_init(void)
 {
 	int rc;
 
-	/*
-	 * Handshakes sleep on the peer: as many may run as max_handshakes lets
-	 * servers start, in every namespace, beside the clients'.
-	 */
-	ntbsmc_wq = alloc_workqueue("ntbsmc_hs", WQ_UNBOUND, WQ_MAX_ACTIVE);
-	if (!ntbsmc_wq)
-		return -ENOMEM;
+	ctx_reserve_fill(NULL);
 	build_protos(ntbsmc_prots[NTBSMC_V4], &ntbsmc_proto_ops[NTBSMC_V4], &tcp_prot,
 		     &inet_stream_ops);
 	/* The SYN option both ends offer ntbsmc with (shared with Linux SMC). */
@@ -1132,7 +1221,7 @@ int ntbsmc_ulp_init(void)
 	rc = tcp_register_ulp(&ntbsmc_ulp_ops);
 	if (rc) {
 		static_branch_dec(&tcp_have_smc);
-		destroy_workqueue(ntbsmc_wq);
+		ctx_reserve_free();
 	}
 	return rc;
 }
@@ -1141,5 +1230,5 @@ void ntbsmc_ulp_exit(void)
 {
 	tcp_unregister_ulp(&ntbsmc_ulp_ops);
 	static_branch_dec(&tcp_have_smc);
-	destroy_workqueue(ntbsmc_wq);
+	ctx_reserve_free();
 }

@@ -228,7 +228,7 @@ static void stats_get(const struct nlmsghdr *req)
 	} else {
 		for (s = NTBSMC_STATS_CONN_NTB; s <= NTBSMC_STATS_DMA_BYTES; s++)
 			nla_put_u64(msg, s, is("empty") ? 0 : 1000 * s);
-		for (s = NTBSMC_STATS_ZC_BYTES; s <= NTBSMC_STATS_NOTIFY_LOST; s++)
+		for (s = NTBSMC_STATS_ZC_BYTES; s <= NTBSMC_STATS_MAX; s++)
 			nla_put_u64(msg, s, is("empty") ? 0 : 1000 * s);
 		put_reasons(msg, NTBSMC_STATS_FB_CLIENT, is("empty") ? zero : client,
 			    is("unknown") ? 21 : __NTBSMC_REASON_MAX);

@@ -497,7 +497,10 @@ Connections
   over NTB                                     1000
   fell back to TCP                             2000
   handshake errors                             3000
+  server handshakes, peak                     20000
+  declined: max_handshakes                    21000
   reset (aborted)                             10000
+  orphans reset                               19000
 Bytes
   sent over NTB                                4000
   received over NTB                            5000
