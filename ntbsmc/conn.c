@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* ntbsmc: one NTB-mode connection: buffers, cursors, flow control, data path. */
+/* ntbsmc: one NTB-mode connection: its lifetime and the control-block protocol. */
 
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -96,13 +96,6 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	return conn;
 }
 
-/* The link this connection was set up on is still the current one. */
-static bool conn_link_alive(struct ntbsmc_conn *conn)
-{
-	return READ_ONCE(conn->dev->state) == NTBSMC_DEV_ACTIVE &&
-	       conn->epoch == READ_ONCE(conn->dev->epoch);
-}
-
 /*
  * Checks the RMB the peer offered in the handshake and points our writes at it.
  * The values come from the peer: nothing is used before it passed here.
@@ -165,8 +158,6 @@ void ntbsmc_conn_expose(struct ntbsmc_conn *conn, bool exposed)
 	WRITE_ONCE(conn->exposed, exposed);
 }
 
-static int conn_update(struct ntbsmc_conn *conn);
-
 /*
  * The handshake completed: from now on the peer writes into our slot. A peer
  * that reset it meanwhile (its ABORT came before we attached) resets it now.
@@ -177,7 +168,7 @@ void ntbsmc_conn_established(struct ntbsmc_conn *conn)
 	unsigned long flags;
 
 	WRITE_ONCE(conn->established, true);
-	conn_update(conn);
+	ntbsmc_conn_update(conn);
 	if (!ms)
 		return;
 	spin_lock_irqsave(&conn->lock, flags);
@@ -203,12 +194,6 @@ void ntbsmc_conn_put(struct ntbsmc_conn *conn)
 		call_rcu(&conn->rcu, conn_free);
 }
 
-static bool conn_link_ok(struct ntbsmc_conn *conn)
-{
-	return !READ_ONCE(conn->err) && READ_ONCE(conn->established) &&
-	       !READ_ONCE(conn->detached) && conn_link_alive(conn);
-}
-
 bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn)
 {
 	return conn_link_ok(conn);
@@ -225,13 +210,7 @@ static bool conn_peer_writable(struct ntbsmc_conn *conn)
 	return !conn->err && conn->tx_ctl && !conn->detached && conn_link_alive(conn);
 }
 
-/* We may still write into the peer's buffer; caller holds conn->lock. */
-static bool conn_tx_inflight(struct ntbsmc_conn *conn)
-{
-	return conn->tx_busy || conn->seg_head != conn->seg_tail;
-}
-
-static void conn_wake(struct sock *sk)
+void ntbsmc_conn_wake(struct sock *sk)
 {
 	struct socket_wq *wq;
 
@@ -250,10 +229,12 @@ static void conn_wake(struct sock *sk)
  * terminal ones let the peer reuse its buffer for another connection, so they wait
  * until none of our writes into it is in flight (ntbsmc_conn_tx_idle()).
  */
-static void conn_publish_flags(struct ntbsmc_conn *conn)
+void ntbsmc_conn_publish_flags(struct ntbsmc_conn *conn)
 {
 	u32 flags = conn->my_flags;
 
+	lockdep_assert_held(&conn->lock);
+	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
 	if (conn->detached)
 		return;		/* the slot may be another connection's now */
 	if (conn_tx_inflight(conn))
@@ -261,27 +242,6 @@ static void conn_publish_flags(struct ntbsmc_conn *conn)
 	iowrite32(flags, &conn->tx_ctl->flags);
 	if (flags & NTBSMC_F_DETACHED)
 		WRITE_ONCE(conn->detached, true);	/* our last write there */
-}
-
-/*
- * Publishes our producer cursor over bytes already in the peer's buffer: payload,
- * then cursor, each visible before anything that follows (the window is
- * write-combining). Caller holds conn->lock, is in the SRCU section, link ok.
- */
-void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod)
-{
-	lockdep_assert_held(&conn->lock);
-	wmb();	/* the payload before the cursor over it */
-	conn->tx_pub = prod;
-	writeq(prod, &conn->tx_ctl->prod);
-	wmb();	/* the cursor before what follows (the doorbell, our flags) */
-}
-
-/* Makes what we wrote visible to the peer before we look at what it wants. */
-static void conn_flush(struct ntbsmc_conn *conn)
-{
-	mb();	/* our stores before the read below, which the window completes */
-	ioread32(&conn->tx_ctl->token);
 }
 
 /*
@@ -337,7 +297,7 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 	post = conn_peer_writable(conn);
 	if (post) {
 		conn->my_flags |= NTBSMC_F_ABORT;
-		conn_publish_flags(conn);
+		ntbsmc_conn_publish_flags(conn);
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	WRITE_ONCE(conn->err, ECONNRESET);
@@ -356,7 +316,7 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 		if (!READ_ONCE(sk->sk_err))
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
 		sk_error_report(sk);
-		conn_wake(sk);
+		ntbsmc_conn_wake(sk);
 		sock_put(sk);
 	}
 	conn_maybe_release(conn);
@@ -366,17 +326,18 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
  * The peer closed: it reads nothing more, so we write nothing more into its slot
  * (our sends fail, as after TCP's RST) and say so, which lets it reuse the slot
  * now rather than when our socket closes too. Held back while our writes are in
- * flight (conn_publish_flags()). True if the peer is to be told now.
+ * flight (ntbsmc_conn_publish_flags()). True if the peer is to be told now.
  */
 static bool conn_detach(struct ntbsmc_conn *conn)
 {
+	lockdep_assert_held(&conn->lock);
 	if ((conn->my_flags & NTBSMC_F_DETACHED) || !conn->established || !conn->tx_ctl)
 		return false;
 	/* the test build's silent peer (a wedged host, one of protocol version 2) */
 	if (ntbsmc_fault(NTBSMC_FAULT_DETACH_DROP, conn->sk))
 		return false;
 	conn->my_flags |= NTBSMC_F_DETACHED;
-	conn_publish_flags(conn);
+	ntbsmc_conn_publish_flags(conn);
 	return conn->detached;
 }
 
@@ -393,6 +354,8 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 	u64 prod, cons;
 	u32 flags;
 
+	lockdep_assert_held(&conn->lock);
+	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
 	if (le32_to_cpu(READ_ONCE(c->token)) != conn->my_token)
 		return 0;	/* the peer has not written this connection's block yet */
 	rmb();	/* the peer wrote the token before the flags and cursors */
@@ -426,7 +389,7 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 }
 
 /* Refreshes the peer's view; aborts the connection on a bad value. */
-static int conn_update(struct ntbsmc_conn *conn)
+int ntbsmc_conn_update(struct ntbsmc_conn *conn)
 {
 	unsigned long flags;
 	bool tell = false;
@@ -471,7 +434,7 @@ static void conn_told_locked(struct ntbsmc_conn *conn)
 	conn->told_flags = conn->peer_flags & NTBSMC_F_TERMINAL;
 }
 
-static void conn_told(struct ntbsmc_conn *conn)
+void ntbsmc_conn_told(struct ntbsmc_conn *conn)
 {
 	unsigned long flags;
 
@@ -485,7 +448,7 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 {
 	struct sock *sk;
 
-	conn_update(conn);
+	ntbsmc_conn_update(conn);
 	spin_lock_bh(&conn->lock);
 	conn_told_locked(conn);
 	sk = conn->sk;
@@ -493,20 +456,10 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 		sock_hold(sk);	/* put below */
 	spin_unlock_bh(&conn->lock);
 	if (sk) {
-		conn_wake(sk);
+		ntbsmc_conn_wake(sk);
 		sock_put(sk);
 	}
 	conn_maybe_release(conn);
-}
-
-static u32 conn_space(struct ntbsmc_conn *conn)
-{
-	return conn->peer_rmb_size - (u32)(conn->tx_prod - READ_ONCE(conn->peer_cons));
-}
-
-static u32 conn_avail(struct ntbsmc_conn *conn)
-{
-	return READ_ONCE(conn->peer_prod) - conn->rx_cons;
 }
 
 /*
@@ -515,22 +468,22 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
  * A side learns of the peer's progress by reading its own window (local
  * memory); the peer tells it that something changed by an entry in its event
  * ring and a doorbell (ntbsmc_dev_post_event()), which wakes the socket
- * (ntbsmc_conn_event() -> conn_wake()). To spare doorbells the peer rings only
- * for what we said we wait for: WANT_DATA (ring me when you produce) and
- * WANT_SPACE (ring me when you consume), our flags in its window.
+ * (ntbsmc_conn_event() -> ntbsmc_conn_wake()). To spare doorbells the peer
+ * rings only for what we said we wait for: WANT_DATA (ring me when you
+ * produce) and WANT_SPACE (ring me when you consume), our flags in its window.
  *
  * The rule that makes it safe is a store-flush-load on each side (Dekker):
  *
- *   waiter (conn_want(on))           notifier (conn_notify())
+ *   waiter (ntbsmc_conn_want(on))    notifier (ntbsmc_conn_notify())
  *   1. writes WANT_x into the        1. writes payload, then its cursor
  *      peer's window                    (ntbsmc_conn_publish_locked(): wmb
  *   2. flushes it (conn_flush():        before and after), or its consumer
  *      mb, then a read of the           cursor
  *      peer's window that completes  2. flushes them (conn_flush())
  *      only after the write landed)  3. reads the waiter's flags from its
- *   3. reads the notifier's cursor      own window (conn_update()): WANT_x
- *      from its own window              set: post an event and ring
- *      (conn_update())
+ *   3. reads the notifier's cursor      own window (ntbsmc_conn_update()):
+ *      from its own window              WANT_x set: post an event and ring
+ *      (ntbsmc_conn_update())
  *
  * Both writes are globally visible before either read, so either the waiter's
  * read 3 sees the new cursor, or the notifier's read 3 sees WANT_x and rings.
@@ -549,19 +502,19 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
  *    copying what step 3 found or waking the socket for it, TCP's edge for
  *    data that came during a read). It is off only while a recvmsg() copies
  *    more than a chunk, and after a full read that left bytes in the ring,
- *    whose caller comes back for them (conn_unwant(), which wakes pollers so
- *    that they ask anew).
- *  - WANT_SPACE is set by every wait for space (conn_wait(), also the
+ *    whose caller comes back for them (ntbsmc_conn_unwant(), which wakes
+ *    pollers so that they ask anew).
+ *  - WANT_SPACE is set by every wait for space (ntbsmc_conn_wait(), also the
  *    non-blocking one that returns EAGAIN, and a short write ends in it) and
  *    by poll() without EPOLLOUT; a send that finds space clears it. Space
  *    comes only after the writer found the buffer full, as TCP's write_space.
  *
  * Every path that waits goes through those: recvmsg/splice_read (recvmsg),
  * sendmsg/sendpage/sendfile/splice to the socket (sendmsg), blocking waits
- * (conn_wait(), after busy-polling), poll/select/epoll in both triggers
- * (ntbsmc_conn_poll(): a first look, the flags for what it lacks, a second
- * look), and the DMA path, whose completion publishes the cursor and notifies
- * like a CPU copy (ntbsmc_conn_notify_data()). The event ring's own
+ * (ntbsmc_conn_wait(), after busy-polling), poll/select/epoll in both
+ * triggers (ntbsmc_conn_poll(): a first look, the flags for what it lacks, a
+ * second look), and the DMA path, whose completion publishes the cursor and
+ * notifies like a CPU copy (ntbsmc_conn_notify_data()). The event ring's own
  * suppression (ntbsmc_dev_post_event()) follows the same rule with ev_cons.
  *
  * A notification lost anyway (a peer's bug, a dropped interrupt) costs a
@@ -573,7 +526,7 @@ static u32 conn_avail(struct ntbsmc_conn *conn)
  * Sets or clears one of our "want" flags; setting it flushes, so that the peer
  * sees it before we look at its cursors again (step 2). True if it changed.
  */
-static bool conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
+bool ntbsmc_conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 {
 	unsigned long flags;
 	int idx;
@@ -586,7 +539,7 @@ static bool conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 	conn->my_flags ^= flag;
 	idx = srcu_read_lock(&ntbsmc_srcu);
 	if (conn_link_ok(conn)) {
-		conn_publish_flags(conn);
+		ntbsmc_conn_publish_flags(conn);
 		if (on)
 			conn_flush(conn);
 	}
@@ -600,16 +553,16 @@ static bool conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
  * Another thread may sleep on the same condition (poll) relying on the flag; it
  * is woken to look again, and asks anew if it still has to wait.
  */
-static void conn_unwant(struct sock *sk, struct ntbsmc_conn *conn, u32 flag)
+void ntbsmc_conn_unwant(struct sock *sk, struct ntbsmc_conn *conn, u32 flag)
 {
 	if (!(READ_ONCE(conn->my_flags) & flag))
 		return;
-	conn_want(conn, flag, false);
-	conn_wake(sk);
+	ntbsmc_conn_want(conn, flag, false);
+	ntbsmc_conn_wake(sk);
 }
 
 /* After a cursor update: ring the peer only if it said it waits for one. */
-static void conn_notify(struct ntbsmc_conn *conn, u32 want)
+void ntbsmc_conn_notify(struct ntbsmc_conn *conn, u32 want)
 {
 	int idx;
 
@@ -617,7 +570,7 @@ static void conn_notify(struct ntbsmc_conn *conn, u32 want)
 	if (conn_link_ok(conn))
 		conn_flush(conn);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
-	if (conn_update(conn))
+	if (ntbsmc_conn_update(conn))
 		return;
 	if (READ_ONCE(conn->peer_flags) & want) {
 		/* test build: the peer's bug, or a lost interrupt (conn_recheck()) */
@@ -630,12 +583,12 @@ static void conn_notify(struct ntbsmc_conn *conn, u32 want)
 
 void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn)
 {
-	conn_notify(conn, NTBSMC_F_WANT_DATA);
+	ntbsmc_conn_notify(conn, NTBSMC_F_WANT_DATA);
 }
 
 /*
  * None of our writes into the peer's buffer is in flight any more: terminal flags
- * that conn_publish_flags() held back can go out now.
+ * that ntbsmc_conn_publish_flags() held back can go out now.
  */
 void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn)
 {
@@ -647,7 +600,7 @@ void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn)
 	idx = srcu_read_lock(&ntbsmc_srcu);
 	if ((conn->my_flags & NTBSMC_F_TERMINAL) && !conn_tx_inflight(conn) &&
 	    READ_ONCE(conn->established) && conn_link_alive(conn)) {
-		conn_publish_flags(conn);
+		ntbsmc_conn_publish_flags(conn);
 		conn_flush(conn);
 		post = true;
 	}
@@ -655,16 +608,6 @@ void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (post)
 		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
-}
-
-/*
- * The peer's end of data: signalled in the ring, after its last byte. TCP's FIN
- * is not: the peer's socket may close while its last writes are still on their
- * way (DMA), and its TCP close does not wait for them.
- */
-static bool conn_peer_done(struct ntbsmc_conn *conn)
-{
-	return READ_ONCE(conn->peer_flags) & (NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED);
 }
 
 /*
@@ -683,11 +626,11 @@ static bool tcp_failed(const struct sock *sk)
  * what the peer published before its reset (connect(AF_UNSPEC) writes, then
  * resets TCP) is still read, as TCP reads what arrived before an RST.
  */
-static void conn_check_tcp(struct sock *sk, struct ntbsmc_conn *conn)
+void ntbsmc_conn_check_tcp(struct sock *sk, struct ntbsmc_conn *conn)
 {
 	if (likely(!tcp_failed(sk)) || READ_ONCE(conn->err))
 		return;
-	if (!conn_update(conn))
+	if (!ntbsmc_conn_update(conn))
 		ntbsmc_conn_abort(conn, "the TCP connection failed");
 }
 
@@ -703,22 +646,11 @@ static bool conn_busy_poll(struct sock *sk, struct ntbsmc_conn *conn,
 		return false;
 	end = ktime_get_ns() + (u64)us * NSEC_PER_USEC;
 	do {
-		if (conn_update(conn) || ready(conn))
+		if (ntbsmc_conn_update(conn) || ready(conn))
 			return true;
 		cpu_relax();
 	} while (ktime_get_ns() < end && !need_resched() && !signal_pending(current));
 	return false;
-}
-
-static bool conn_readable(struct ntbsmc_conn *conn)
-{
-	return conn_avail(conn) || conn_peer_done(conn) || READ_ONCE(conn->err);
-}
-
-static bool conn_writable(struct ntbsmc_conn *conn)
-{
-	return conn_space(conn) || READ_ONCE(conn->err) ||
-	       (READ_ONCE(conn->peer_flags) & NTBSMC_F_CLOSED);
 }
 
 /*
@@ -728,392 +660,26 @@ static bool conn_writable(struct ntbsmc_conn *conn)
  * and ends the connection. Returns 0 to look again, or -EAGAIN (timeout used
  * up) or -EINTR/-ERESTARTSYS.
  */
-static int conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
+int ntbsmc_conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
 		     bool (*ready)(struct ntbsmc_conn *), long *timeo)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 
 	if (conn_busy_poll(sk, conn, ready))
 		return 0;
-	conn_want(conn, flag, true);
-	if (conn_update(conn) || ready(conn))
+	ntbsmc_conn_want(conn, flag, true);
+	if (ntbsmc_conn_update(conn) || ready(conn))
 		return 0;
 	if (!*timeo)
 		return -EAGAIN;
 	if (signal_pending(current))
 		return sock_intr_errno(*timeo);
 	add_wait_queue(sk_sleep(sk), &wait);
-	sk_wait_event(sk, timeo, conn_update(conn) || ready(conn) || tcp_failed(sk), &wait);
+	sk_wait_event(sk, timeo, ntbsmc_conn_update(conn) || ready(conn) || tcp_failed(sk),
+		      &wait);
 	remove_wait_queue(sk_sleep(sk), &wait);
-	conn_check_tcp(sk, conn);
+	ntbsmc_conn_check_tcp(sk, conn);
 	return 0;
-}
-
-/*
- * Copies user data into the peer's buffer at our producer cursor, wrapping, with
- * page faults disabled (we are in the SRCU section): returns the bytes copied,
- * fewer than @n where a page was not present.
- */
-static u32 conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
-{
-	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1);
-	u32 first = min(n, conn->peer_rmb_size - off);
-	void *dst = (void __force *)conn->peer_rmb;
-	size_t done;
-
-	pagefault_disable();
-	/* Non-temporal stores: the window is write-combining. */
-	done = copy_from_iter_nocache(dst + off, first, &msg->msg_iter);
-	if (done == first && n > first)
-		done += copy_from_iter_nocache(dst, n - first, &msg->msg_iter);
-	pagefault_enable();
-	return done;
-}
-
-/*
- * Copies up to @n bytes with the CPU into the peer's buffer and publishes them;
- * returns how many (0: a page went away since it was faulted in, try again) or
- * -errno. Writes still in flight by DMA come first: the cursor is published in
- * order. A page fault never happens inside the SRCU section: one that waits
- * (userfaultfd, FUSE) would hold up the device's teardown, which waits for the
- * section to end; the source is faulted in before it.
- */
-static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
-{
-	unsigned long flags;
-	int err = 0, idx;
-	u32 done = 0;
-	bool idle;
-
-	if (fault_in_iov_iter_readable(&msg->msg_iter, n) == n)
-		return -EFAULT;
-	if (conn->seg_head != conn->seg_tail)
-		ntbsmc_dma_wait(conn, conn->seg_tail);
-	spin_lock_irqsave(&conn->lock, flags);
-	conn->tx_busy++;
-	spin_unlock_irqrestore(&conn->lock, flags);
-
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn))
-		done = conn_copy_out(conn, msg, n);
-	else
-		err = -ECONNRESET;
-	spin_lock_irqsave(&conn->lock, flags);
-	conn->tx_busy--;
-	if (!err && conn_link_ok(conn)) {
-		conn->tx_prod += done;
-		conn->cpu_bytes += done;
-		ntbsmc_conn_publish_locked(conn, conn->tx_prod);
-		if (done && ntbsmc_fault(NTBSMC_FAULT_TX_BAD_CURSOR, sk))
-			writeq(conn->tx_prod + 2ULL * conn->peer_rmb_size, &conn->tx_ctl->prod);
-	} else if (!err) {
-		err = -ECONNRESET;
-	}
-	idle = !conn->tx_busy && (conn->my_flags & NTBSMC_F_TERMINAL);
-	spin_unlock_irqrestore(&conn->lock, flags);
-	srcu_read_unlock(&ntbsmc_srcu, idx);
-	if (idle)
-		ntbsmc_conn_tx_idle(conn);
-	return err ?: done;
-}
-
-/*
- * Called with the socket locked. Returns bytes sent or a negative errno. Bytes
- * taken are in the peer's buffer or, with DMA, in a kernel copy on their way; a
- * zero-copy send returns only once the engine is done with the caller's pages.
- */
-int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
-			struct msghdr *msg, size_t len)
-{
-	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
-	enum ntbsmc_tx_path path = ntbsmc_dma_path(sk, conn, msg, len);
-	size_t copied = 0, cpu = 0;
-	bool zc_sent = false;
-	int err = 0, rc;
-	u32 n;
-
-	conn_check_tcp(sk, conn);
-	while (msg_data_left(msg)) {
-		err = conn_update(conn);
-		if (err)
-			break;
-		if ((sk->sk_shutdown & SEND_SHUTDOWN) ||
-		    (conn->peer_flags & NTBSMC_F_CLOSED)) {
-			err = -EPIPE;
-			break;
-		}
-		n = min_t(size_t, conn_space(conn), msg_data_left(msg));
-		if (!n) {
-			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_BUF_FULL, 1);
-			err = conn_wait(sk, conn, NTBSMC_F_WANT_SPACE, conn_writable, &timeo);
-			if (err)
-				break;
-			continue;
-		}
-		conn_unwant(sk, conn, NTBSMC_F_WANT_SPACE);
-		if (path != NTBSMC_TX_CPU) {
-			rc = ntbsmc_dma_send(conn, msg, n, path == NTBSMC_TX_ZC);
-			if (rc < 0) {
-				err = rc;
-				break;
-			}
-			if (rc) {
-				copied += rc;
-				conn->tx_bytes += rc;
-				zc_sent |= path == NTBSMC_TX_ZC;
-				continue;
-			}
-			path = NTBSMC_TX_CPU;	/* no channel (any more), no memory */
-		}
-		n = min_t(u32, n, NTBSMC_CHUNK);
-		rc = conn_send_cpu(sk, conn, msg, n);
-		if (rc < 0) {
-			err = rc;
-			break;
-		}
-		copied += rc;
-		cpu += rc;
-		conn->tx_bytes += rc;
-		if (rc)
-			conn_notify(conn, NTBSMC_F_WANT_DATA);
-	}
-	/* The engine may still be reading the caller's pages. */
-	if (zc_sent)
-		ntbsmc_dma_wait(conn, conn->seg_tail);
-	conn_told(conn);
-	if (copied) {
-		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_TX_BYTES, copied);
-		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
-		return copied;
-	}
-	if (err == -ECONNRESET && sk->sk_err)
-		err = sock_error(sk);	/* reported once, as TCP does */
-	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))
-		send_sig(SIGPIPE, current, 0);
-	return err;
-}
-
-/* Like conn_copy_out(), the other way: page faults disabled, bytes copied. */
-static u32 conn_copy_in(struct ntbsmc_conn *conn, struct msghdr *msg, u64 from, u32 n)
-{
-	u32 off = from & (conn->rmb_size - 1);
-	u32 first = min(n, conn->rmb_size - off);
-	size_t done;
-
-	pagefault_disable();
-	done = copy_to_iter(conn->rmb + off, first, &msg->msg_iter);
-	if (done == first && n > first)
-		done += copy_to_iter(conn->rmb, n - first, &msg->msg_iter);
-	pagefault_enable();
-	return done;
-}
-
-/*
- * Before recvmsg() returns: WANT_DATA set and seen by the peer, then one more
- * look (steps 1-3 of "Notifications"). True if the peer's producer moved since
- * the caller last looked: data no doorbell will announce.
- */
-static bool conn_rx_arm(struct ntbsmc_conn *conn)
-{
-	u64 seen = READ_ONCE(conn->peer_prod);
-
-	/* Already set: it has been visible since it was set and flushed. */
-	if (!conn_want(conn, NTBSMC_F_WANT_DATA, true))
-		return false;
-	conn_update(conn);
-	return READ_ONCE(conn->peer_prod) != seen;
-}
-
-/* Called with the socket locked. Returns bytes read, 0 at EOF, or -errno. */
-int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
-			struct msghdr *msg, size_t len, int flags)
-{
-	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
-	int target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
-	bool peek = flags & MSG_PEEK, told = true;
-	size_t copied = 0;
-	int err = 0, idx;
-	u32 avail, n;
-
-	if (!len)
-		return 0;
-	conn_check_tcp(sk, conn);
-	while (copied < len) {
-		err = conn_update(conn);
-		/*
-		 * Like TCP, which reads what arrived before a reset: data the peer
-		 * published before it reset is read first, while the link it came
-		 * over is up (our buffer is in our window; the cursor over it was
-		 * validated when it came).
-		 */
-		if (err && !(err == -ECONNRESET && conn_avail(conn) - (peek ? copied : 0) &&
-			     READ_ONCE(conn->established) && conn_link_alive(conn)))
-			break;
-		avail = conn_avail(conn) - (peek ? copied : 0);
-		if (avail) {
-			unsigned long lflags;
-
-			/*
-			 * More than this chunk to copy now: the writer need not
-			 * ring while we do (conn_rx_arm() sets it again).
-			 */
-			if (avail > NTBSMC_CHUNK && len - copied > NTBSMC_CHUNK)
-				conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
-			n = min_t(size_t, min_t(size_t, avail, len - copied), NTBSMC_CHUNK);
-			/* no page fault inside the SRCU section (conn_send_cpu()) */
-			if (fault_in_iov_iter_writeable(&msg->msg_iter, n) == n) {
-				err = -EFAULT;
-				break;
-			}
-			idx = srcu_read_lock(&ntbsmc_srcu);
-			if (!conn_link_alive(conn)) {
-				srcu_read_unlock(&ntbsmc_srcu, idx);
-				err = -ECONNRESET;
-				break;
-			}
-			rmb();	/* the cursor was written after the payload */
-			n = conn_copy_in(conn, msg, conn->rx_cons + (peek ? copied : 0), n);
-			if (!peek) {
-				/* under the lock: never after our DETACHED */
-				spin_lock_irqsave(&conn->lock, lflags);
-				conn->rx_cons += n;
-				/*
-				 * Our reads of the ring before the cursor that
-				 * lets the peer overwrite it: a store barrier
-				 * does not order loads (arm64's writeq neither).
-				 */
-				mb();
-				if (conn_link_ok(conn))
-					writeq(conn->rx_cons, &conn->tx_ctl->cons);
-				spin_unlock_irqrestore(&conn->lock, lflags);
-			}
-			srcu_read_unlock(&ntbsmc_srcu, idx);
-			copied += n;
-			if (peek)
-				continue;
-			conn->rx_bytes += n;
-			/*
-			 * A writer waiting for space hears of it once a quarter of
-			 * the buffer is free, and when we stop reading: not for
-			 * every chunk, each ring would cost it a wakeup for a
-			 * chunk's worth of space (TCP's silly window avoidance).
-			 */
-			told = conn_avail(conn) <= conn->rmb_size - conn->rmb_size / 4;
-			if (told)
-				conn_notify(conn, NTBSMC_F_WANT_SPACE);
-			continue;
-		}
-		if (copied >= target || conn_peer_done(conn) || READ_ONCE(conn->rd_shut)) {
-			/* drained: what came while WANT_DATA was off is read too */
-			if (conn_rx_arm(conn))
-				continue;
-			break;
-		}
-		err = conn_wait(sk, conn, NTBSMC_F_WANT_DATA, conn_readable, &timeo);
-		if (err)
-			break;
-	}
-	if (!told)
-		conn_notify(conn, NTBSMC_F_WANT_SPACE);
-	/*
-	 * WANT_DATA on the way out. A read that drained the ring, or only
-	 * peeked, may be followed by a wait for an edge: set it, and data that
-	 * came meanwhile wakes the socket, as its arrival would TCP's. A read
-	 * that leaves bytes was a full one: its caller comes back for them (so
-	 * edge-triggered epoll's contract says) and then drains and sets it; the
-	 * writer need not ring for every chunk meanwhile.
-	 */
-	if (!READ_ONCE(conn->err)) {
-		if (peek || !conn_avail(conn)) {
-			if (conn_rx_arm(conn))
-				conn_wake(sk);
-		} else {
-			conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
-		}
-	}
-	conn_told(conn);
-	if (copied) {
-		if (!peek)
-			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, copied);
-		return copied;
-	}
-	if (err == -ECONNRESET && conn->err) {
-		/* like TCP: a reset is reported once, then reads return EOF */
-		err = sock_error(sk);
-	}
-	return err;
-}
-
-/* What poll() reports, from the state conn_update() (returning @rc) just read. */
-static __poll_t conn_poll_mask(struct sock *sk, struct ntbsmc_conn *conn, int rc)
-{
-	__poll_t mask = 0;
-
-	if (rc || READ_ONCE(conn->err))
-		mask |= EPOLLERR | EPOLLHUP | EPOLLIN | EPOLLRDNORM | EPOLLOUT;
-	if (conn_avail(conn))
-		mask |= EPOLLIN | EPOLLRDNORM;
-	if (conn_peer_done(conn) || READ_ONCE(conn->rd_shut))
-		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
-	if (conn_peer_done(conn) && (sk->sk_shutdown & SEND_SHUTDOWN))
-		mask |= EPOLLHUP;
-	if (!(sk->sk_shutdown & SEND_SHUTDOWN) &&
-	    (conn_space(conn) || (conn->peer_flags & NTBSMC_F_CLOSED)))
-		mask |= EPOLLOUT | EPOLLWRNORM;
-	if (sk->sk_shutdown & SEND_SHUTDOWN)
-		mask |= EPOLLOUT | EPOLLWRNORM;
-	return mask;
-}
-
-__poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
-{
-	__poll_t mask;
-
-	conn_check_tcp(sk, conn);
-	mask = conn_poll_mask(sk, conn, conn_update(conn));
-	/* readable and writable (an error is both): nothing to wait for */
-	if ((mask & (EPOLLIN | EPOLLOUT)) == (EPOLLIN | EPOLLOUT))
-		return mask;
-	/* Whoever polls will sleep until something changes: ask for doorbells. */
-	if (!(mask & EPOLLIN))
-		conn_want(conn, NTBSMC_F_WANT_DATA, true);
-	if (!(mask & EPOLLOUT))
-		conn_want(conn, NTBSMC_F_WANT_SPACE, true);
-	/*
-	 * Whatever came before the peer saw our flags rang no doorbell: look
-	 * again, and report all of it (a shutdown seen only now is IN and RDHUP).
-	 */
-	ntbsmc_fault_delay(NTBSMC_FAULT_POLL_ARM_DELAY, sk);
-	mask |= conn_poll_mask(sk, conn, conn_update(conn));
-	conn_told(conn);
-	return mask;
-}
-
-/*
- * shutdown(): SHUT_WR, the peer reads EOF after the data already in its buffer
- * (or on its way: the flag waits for DMA in flight); SHUT_RD, reads return EOF
- * once what arrived was read.
- */
-void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how)
-{
-	unsigned long flags;
-	int idx;
-
-	if (how & RCV_SHUTDOWN)
-		WRITE_ONCE(conn->rd_shut, true);
-	if (!(how & SEND_SHUTDOWN))
-		return;
-	spin_lock_irqsave(&conn->lock, flags);
-	conn->my_flags |= NTBSMC_F_WRITE_DONE;
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn)) {
-		conn_publish_flags(conn);
-		conn_flush(conn);
-	}
-	srcu_read_unlock(&ntbsmc_srcu, idx);
-	spin_unlock_irqrestore(&conn->lock, flags);
-	if (conn_link_ok(conn))
-		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
 }
 
 /*
@@ -1129,7 +695,7 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	unsigned long flags;
 	int idx;
 
-	conn_update(conn);
+	ntbsmc_conn_update(conn);
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->sk = NULL;
 	if (conn_avail(conn))
@@ -1141,7 +707,7 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	/* established or not: a failed handshake's ABORT is for the peer too */
 	post = conn_peer_writable(conn);
 	if (post) {
-		conn_publish_flags(conn);
+		ntbsmc_conn_publish_flags(conn);
 		conn_flush(conn);
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
@@ -1200,7 +766,7 @@ static void conn_recheck(struct timer_list *t)
 	unsigned long flags;
 	u32 term = 0;
 
-	conn_update(conn);	/* a bad value or a reset ends it, and wakes */
+	ntbsmc_conn_update(conn);	/* a bad value or a reset ends it, and wakes */
 	spin_lock_irqsave(&conn->lock, flags);
 	/*
 	 * A call under the socket lock looks itself (or waits for a page
@@ -1244,44 +810,9 @@ static void conn_recheck(struct timer_list *t)
 					    conn->dev->name, conn->my_slot, bytes, ms);
 	}
 	if (wake && sk) {
-		conn_wake(sk);
+		ntbsmc_conn_wake(sk);
 		sock_put(sk);
 	}
 	if (!again)
 		ntbsmc_conn_put(conn);	/* the timer's (ntbsmc_conn_established()) */
-}
-
-/* No write of ours into the peer's buffer is in flight. */
-static bool conn_tx_drained(struct ntbsmc_conn *conn)
-{
-	unsigned long flags;
-	bool drained;
-
-	spin_lock_irqsave(&conn->lock, flags);
-	drained = !conn_tx_inflight(conn);
-	spin_unlock_irqrestore(&conn->lock, flags);
-	return drained;
-}
-
-/*
- * close() with SO_LINGER: waits up to @timeout (jiffies) until everything
- * written is in the peer's buffer, as TCP's waits for its data to be acked.
- * Socket locked: the writes retire without it.
- */
-void ntbsmc_conn_linger(struct ntbsmc_conn *conn, long timeout)
-{
-	might_sleep();
-	wait_event_interruptible_timeout(conn->tx_wq, conn_tx_drained(conn), timeout);
-}
-
-int ntbsmc_conn_inq(struct ntbsmc_conn *conn)
-{
-	conn_update(conn);
-	return min_t(u64, conn_avail(conn), INT_MAX);
-}
-
-int ntbsmc_conn_outq(struct ntbsmc_conn *conn)
-{
-	conn_update(conn);
-	return conn->tx_prod - READ_ONCE(conn->peer_cons);
 }

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* ntbsmc: DMA writes into the peer's buffer through dmaengine; zero-copy sends. */
+/* ntbsmc: dmaengine glue: the device's channel, mapping and submitting segments. */
 
 #include <linux/dmaengine.h>
 #include <linux/dma-mapping.h>
-#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
@@ -44,27 +43,6 @@
  * The record lives on while segments reference it.
  */
 
-/*
- * A zero-copy sender waits, uninterruptibly, for its writes: as long as this at
- * most. Below the floor a busy engine would be dropped for being busy.
- */
-#define DMA_TIMEOUT_MIN_MS	10
-#define DMA_TIMEOUT_MAX_MS	60000
-
-static unsigned int dma_timeout_ms = 2000;
-
-static int dma_timeout_set(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, DMA_TIMEOUT_MIN_MS, DMA_TIMEOUT_MAX_MS);
-}
-
-static const struct kernel_param_ops dma_timeout_ops = {
-	.set = dma_timeout_set,
-	.get = param_get_uint,
-};
-module_param_cb(dma_timeout_ms, &dma_timeout_ops, &dma_timeout_ms, 0644);
-MODULE_PARM_DESC(dma_timeout_ms, "A DMA write not completed after this long is redone by the CPU and its channel dropped, 10-60000 (default 2000)");
-
 struct ntbsmc_dma {
 	struct kref ref;		/* dev->dma's, and one per segment on it */
 	struct ntbsmc_dev *dev;		/* ref held, put in dma_free_work() */
@@ -86,31 +64,7 @@ struct ntbsmc_dma {
 #define DMA_KILL_QUEUED		1
 #define DMA_MAX_PREP_FAILURES	256	/* in a row: the engine is gone, not busy */
 
-enum {
-	SEG_PENDING,	/* descriptors in flight */
-	SEG_DONE,	/* all called back */
-	SEG_REDO,	/* seg_work() is writing it with the CPU */
-};
-
-struct ntbsmc_txseg {
-	struct ntbsmc_conn *conn;
-	struct ntbsmc_dma *dma;
-	u64 end;			/* producer cursor once this segment is in */
-	u32 off, len;			/* in the peer's buffer; never wraps */
-	u8 state;			/* under conn->lock */
-	bool zc;			/* from pinned user pages, else from conn->stage */
-	bool error;			/* a descriptor failed or none could be issued */
-	atomic_t descs;			/* not called back yet, +1 while submitting */
-	unsigned long deadline;		/* jiffies */
-	dma_addr_t src;			/* staging: the mapped range, or DMA_MAPPING_ERROR */
-	unsigned int npages, pg_off;	/* zero-copy: data starts at pg_off of pages[0] */
-	unsigned int nruns;		/* physically contiguous runs mapped */
-	struct page *pages[NTBSMC_ZC_PAGES];
-	dma_addr_t run_addr[NTBSMC_ZC_PAGES];
-	u32 run_len[NTBSMC_ZC_PAGES];
-};
-
-static struct workqueue_struct *ntbsmc_dma_wq;
+struct workqueue_struct *ntbsmc_dma_wq;
 static atomic_t dma_live = ATOMIC_INIT(0);	/* records not freed yet */
 
 /* ---- channels ---- */
@@ -136,9 +90,24 @@ static void dma_release(struct kref *ref)
 	queue_work(ntbsmc_dma_wq, &d->free_work);
 }
 
-static void dma_put(struct ntbsmc_dma *d)
+void ntbsmc_dma_put(struct ntbsmc_dma *d)
 {
 	kref_put(&d->ref, dma_release);
+}
+
+void ntbsmc_dma_get(struct ntbsmc_dma *d)
+{
+	kref_get(&d->ref);
+}
+
+/*
+ * dma_kill() released the channel: nothing of ours is in flight on it, and a
+ * segment still pending on it will never be called back.
+ */
+bool ntbsmc_dma_terminated(struct ntbsmc_dma *d)
+{
+	/* pairs with the release that marks the channel terminated */
+	return smp_load_acquire(&d->terminated);
 }
 
 /*
@@ -183,7 +152,7 @@ static void dma_kill(struct ntbsmc_dma *d, bool failed)
 		wait_for_completion(&d->killed);
 	}
 	if (owned)
-		dma_put(d);
+		ntbsmc_dma_put(d);
 }
 
 static void dma_kill_work(struct work_struct *work)
@@ -191,11 +160,11 @@ static void dma_kill_work(struct work_struct *work)
 	struct ntbsmc_dma *d = container_of(work, struct ntbsmc_dma, kill_work);
 
 	dma_kill(d, true);
-	dma_put(d);	/* dma_kill_async()'s */
+	ntbsmc_dma_put(d);	/* ntbsmc_dma_kill_async()'s */
 }
 
 /* From any context: the channel failed; the caller holds a reference on @d. */
-static void dma_kill_async(struct ntbsmc_dma *d)
+void ntbsmc_dma_kill_async(struct ntbsmc_dma *d)
 {
 	if (test_and_set_bit(DMA_KILL_QUEUED, &d->flags))
 		return;
@@ -365,7 +334,7 @@ void ntbsmc_dma_detach(struct ntbsmc_dev *dev)
 		return;
 	}
 	dma_kill(d, false);
-	dma_put(d);
+	ntbsmc_dma_put(d);
 }
 
 /* The device's channel, its engine and why it was chosen; false if it has none. */
@@ -385,60 +354,7 @@ bool ntbsmc_dma_chan_info(struct ntbsmc_dev *dev, struct ntbsmc_dma_info *info)
 	return d != NULL;
 }
 
-/* ---- segments ---- */
-
-static struct ntbsmc_txseg *seg_at(struct ntbsmc_conn *conn, u32 seq)
-{
-	return &conn->segs[seq % NTBSMC_TX_SEGS];
-}
-
-static void seg_kick_locked(struct ntbsmc_conn *conn, unsigned long delay)
-{
-	lockdep_assert_held(&conn->lock);
-	mod_delayed_work(ntbsmc_dma_wq, &conn->tx_work, delay);
-}
-
-static unsigned int seg_retire_done_locked(struct ntbsmc_conn *conn);
-
-/*
- * The last descriptor of @seg was called back (or none was issued). Clean
- * segments at the head retire right here, in the engine's completion context;
- * failed ones and the ring's last reference are seg_work()'s.
- */
-static void seg_done(struct ntbsmc_txseg *seg)
-{
-	struct ntbsmc_conn *conn = seg->conn;
-	unsigned int retired = 0;
-	unsigned long flags;
-	bool wake = false;
-	u32 head;
-
-	/* seg_work() may drop the ring's reference once we unlock */
-	rcu_read_lock();
-	spin_lock_irqsave(&conn->lock, flags);
-	seg->state = SEG_DONE;
-	if (seg == seg_at(conn, conn->seg_head)) {
-		head = conn->seg_head;
-		if (!seg->error)
-			retired = seg_retire_done_locked(conn);
-		/*
-		 * The sender waits (ntbsmc_dma_wait()) for the ring to drain or for
-		 * an entry of a full one: waking it for every segment would cost
-		 * it a context switch per 64 KiB.
-		 */
-		wake = retired && (conn->seg_head == conn->seg_tail ||
-				   conn->seg_tail - head >= NTBSMC_TX_SEGS);
-		if (conn->seg_head == conn->seg_tail ||
-		    seg_at(conn, conn->seg_head)->state == SEG_DONE)
-			seg_kick_locked(conn, 0);	/* drained, or one to redo */
-	}
-	spin_unlock_irqrestore(&conn->lock, flags);
-	if (retired)
-		ntbsmc_conn_notify_data(conn);
-	if (wake)
-		wake_up(&conn->tx_wq);
-	rcu_read_unlock();
-}
+/* ---- segments: mapping, submitting, completion ---- */
 
 /* dmaengine callback, in the engine's completion context. */
 static void seg_desc_done(void *param, const struct dmaengine_result *res)
@@ -448,10 +364,10 @@ static void seg_desc_done(void *param, const struct dmaengine_result *res)
 	if (res->result != DMA_TRANS_NOERROR) {
 		WRITE_ONCE(seg->error, true);
 		if (res->result == DMA_TRANS_ABORTED)
-			dma_kill_async(seg->dma);	/* the engine went away */
+			ntbsmc_dma_kill_async(seg->dma);	/* the engine went away */
 	}
 	if (atomic_dec_and_test(&seg->descs))
-		seg_done(seg);
+		ntbsmc_txseg_done(seg);
 }
 
 /* Issues one descriptor of @seg: @len bytes from @src to @off of the peer's buffer. */
@@ -469,7 +385,7 @@ static bool seg_issue(struct ntbsmc_txseg *seg, dma_addr_t src, u32 off, u32 len
 	if (!tx) {
 		/* full or gone; an engine that refuses everything is dropped */
 		if (atomic_inc_return(&d->prep_failures) >= DMA_MAX_PREP_FAILURES)
-			dma_kill_async(d);
+			ntbsmc_dma_kill_async(d);
 		return false;
 	}
 	atomic_set(&d->prep_failures, 0);
@@ -478,7 +394,7 @@ static bool seg_issue(struct ntbsmc_txseg *seg, dma_addr_t src, u32 off, u32 len
 	atomic_inc(&seg->descs);
 	if (dma_submit_error(dmaengine_submit(tx))) {
 		atomic_dec(&seg->descs);
-		dma_kill_async(d);
+		ntbsmc_dma_kill_async(d);
 		return false;
 	}
 	return true;
@@ -508,7 +424,7 @@ static bool iter_user_span(const struct iov_iter *i, unsigned long *addr, size_t
  * O_DIRECT and RDMA: a fork or munmap meanwhile leaves them ours) and shortens
  * *@len to what was pinned. 0, or -EFAULT when nothing could be.
  */
-static int seg_pin(struct ntbsmc_txseg *seg, struct msghdr *msg, u32 *len)
+int ntbsmc_dma_pin(struct ntbsmc_txseg *seg, struct msghdr *msg, u32 *len)
 {
 	unsigned long addr;
 	size_t span;
@@ -560,8 +476,36 @@ static bool seg_issue_pages(struct ntbsmc_txseg *seg)
 	return true;
 }
 
+/*
+ * Maps @seg for its channel and issues it: its pinned pages (zero-copy) or its
+ * run of the staging buffer. What did not go out, the CPU writes when the
+ * segment retires (tx.c). In the SRCU section, which dma_kill() waits for.
+ */
+void ntbsmc_dma_submit(struct ntbsmc_txseg *seg)
+{
+	struct ntbsmc_conn *conn = seg->conn;
+	struct ntbsmc_dma *d = seg->dma;
+	u32 off = seg->off, len = seg->len;
+	bool ok;
+
+	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
+	if (seg->zc) {
+		ok = seg_issue_pages(seg);
+	} else {
+		seg->src = dma_map_single(d->dmadev, conn->stage + off, len, DMA_TO_DEVICE);
+		ok = !dma_mapping_error(d->dmadev, seg->src);
+		if (!ok)
+			seg->src = DMA_MAPPING_ERROR;
+		else
+			ok = seg_issue(seg, seg->src, off, len);
+	}
+	if (!ok)
+		WRITE_ONCE(seg->error, true);	/* the CPU writes what did not go out */
+	dma_async_issue_pending(d->chan);
+}
+
 /* Undoes what submitting @seg set up; every descriptor of it is done. */
-static void seg_unmap(struct ntbsmc_txseg *seg)
+void ntbsmc_dma_unmap(struct ntbsmc_txseg *seg)
 {
 	struct device *dmadev = seg->dma->dmadev;
 	u32 i;
@@ -575,188 +519,6 @@ static void seg_unmap(struct ntbsmc_txseg *seg)
 	}
 }
 
-/* Writes @seg with the CPU: its DMA failed; nothing of it is in flight. */
-static void seg_copy_cpu(struct ntbsmc_txseg *seg)
-{
-	struct ntbsmc_conn *conn = seg->conn;
-	void __iomem *dst;
-	u32 done = 0, i;
-	int idx;
-
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (!ntbsmc_conn_link_ok(conn))
-		goto out;
-	dst = conn->peer_rmb + seg->off;
-	if (!seg->zc) {
-		memcpy_toio(dst, conn->stage + seg->off, seg->len);
-		goto out;
-	}
-	for (i = 0; i < seg->npages && done < seg->len; i++) {
-		u32 off = i ? 0 : seg->pg_off;
-		u32 n = min_t(u32, PAGE_SIZE - off, seg->len - done);
-		void *src = kmap_local_page(seg->pages[i]);
-
-		memcpy_toio(dst + done, src + off, n);
-		kunmap_local(src);
-		done += n;
-	}
-out:
-	srcu_read_unlock(&ntbsmc_srcu, idx);
-}
-
-/* Lets go of a finished segment and counts it; conn->lock held. */
-static void seg_release(struct ntbsmc_conn *conn, struct ntbsmc_txseg *seg)
-{
-	struct net *net = conn->dev->net;
-
-	lockdep_assert_held(&conn->lock);
-	seg_unmap(seg);
-	if (seg->error) {
-		conn->cpu_bytes += seg->len;
-		ntbsmc_stat_add(net, NTBSMC_STAT_CPU_BYTES, seg->len);
-		ntbsmc_stat_add(net, NTBSMC_STAT_DMA_FAILED, 1);
-	} else {
-		conn->dma_bytes += seg->len;
-		ntbsmc_stat_add(net, NTBSMC_STAT_DMA_BYTES, seg->len);
-		if (seg->zc) {
-			conn->zc_bytes += seg->len;
-			ntbsmc_stat_add(net, NTBSMC_STAT_ZC_BYTES, seg->len);
-		}
-	}
-	dma_put(seg->dma);
-	conn->seg_head++;
-}
-
-/* Publishes the producer cursor up to @end; conn->lock held. */
-static void seg_publish_locked(struct ntbsmc_conn *conn, u64 end)
-{
-	int idx;
-
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (ntbsmc_conn_link_ok(conn))
-		ntbsmc_conn_publish_locked(conn, end);
-	srcu_read_unlock(&ntbsmc_srcu, idx);
-}
-
-/*
- * Retires the segments at the head whose DMA completed cleanly and publishes the
- * cursor over them: what the engine wrote is in the peer's buffer (providers make
- * their writes visible before calling back). Returns how many. conn->lock held.
- */
-static unsigned int seg_retire_done_locked(struct ntbsmc_conn *conn)
-{
-	struct ntbsmc_txseg *seg;
-	unsigned int n = 0;
-	u64 end = 0;
-
-	while (conn->seg_head != conn->seg_tail) {
-		seg = seg_at(conn, conn->seg_head);
-		if (seg->state != SEG_DONE || seg->error)
-			break;
-		end = seg->end;
-		seg_release(conn, seg);
-		n++;
-	}
-	if (n)
-		seg_publish_locked(conn, end);
-	return n;
-}
-
-/*
- * What the completion path leaves: segments to write again with the CPU (their
- * DMA failed, or their channel was killed with them in flight), the deadline of
- * the oldest one in flight (after which its channel is killed), and the ring's
- * reference once it drained. Runs in order; re-arms itself while any is in flight.
- */
-static void seg_work(struct work_struct *work)
-{
-	struct ntbsmc_conn *conn = container_of(to_delayed_work(work), struct ntbsmc_conn,
-						tx_work);
-	struct ntbsmc_dma *kill = NULL;
-	struct ntbsmc_txseg *seg;
-	bool published = false;
-	unsigned long flags;
-	u64 end;
-
-	for (;;) {
-		spin_lock_irqsave(&conn->lock, flags);
-		if (seg_retire_done_locked(conn))
-			published = true;
-		if (conn->seg_head == conn->seg_tail)
-			break;
-		seg = seg_at(conn, conn->seg_head);
-		if (seg->state == SEG_PENDING) {
-			/* pairs with the release that marks the channel terminated */
-			if (!smp_load_acquire(&seg->dma->terminated)) {
-				unsigned long now = jiffies;
-
-				if (time_before(now, seg->deadline)) {
-					seg_kick_locked(conn, seg->deadline - now);
-				} else {
-					kill = seg->dma;
-					kref_get(&kill->ref);	/* put below */
-					seg_kick_locked(conn, msecs_to_jiffies(20));
-				}
-				spin_unlock_irqrestore(&conn->lock, flags);
-				goto out;
-			}
-			/* its channel was terminated: it will never be called back */
-			seg->error = true;
-		}
-		/* DONE with an error, or abandoned: ours to write again */
-		seg->state = SEG_REDO;
-		spin_unlock_irqrestore(&conn->lock, flags);
-
-		seg_copy_cpu(seg);
-
-		spin_lock_irqsave(&conn->lock, flags);
-		/* once released, the sender may fill the entry again */
-		end = seg->end;
-		seg_release(conn, seg);
-		seg_publish_locked(conn, end);
-		spin_unlock_irqrestore(&conn->lock, flags);
-		published = true;
-		wake_up(&conn->tx_wq);
-	}
-	/* Drained, conn->lock held: nothing is in flight, nothing will kick us. */
-	if (!conn->ring_ref) {
-		spin_unlock_irqrestore(&conn->lock, flags);
-		goto out;
-	}
-	conn->ring_ref = false;
-	cancel_delayed_work(&conn->tx_work);
-	spin_unlock_irqrestore(&conn->lock, flags);
-	wake_up(&conn->tx_wq);
-	if (published)
-		ntbsmc_conn_notify_data(conn);
-	ntbsmc_conn_tx_idle(conn);
-	ntbsmc_conn_put(conn);		/* the ring's, from ntbsmc_dma_send() */
-	return;
-
-out:
-	wake_up(&conn->tx_wq);
-	if (published)
-		ntbsmc_conn_notify_data(conn);
-	if (kill) {
-		net_info_ratelimited("ntbsmc: %s: DMA write not completed in %u ms\n",
-				     conn->dev->name, dma_timeout_ms);
-		dma_kill_async(kill);
-		dma_put(kill);
-	}
-}
-
-/*
- * Waits until segments before @upto retired; bounded by the DMA timeout. @upto is
- * the ring's tail (drained) or makes one entry of a full ring free: seg_done()
- * wakes for nothing else.
- */
-void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto)
-{
-	might_sleep();
-	WARN_ON_ONCE(upto != conn->seg_tail && upto != conn->seg_tail - NTBSMC_TX_SEGS + 1);
-	wait_event(conn->tx_wq, (s32)(READ_ONCE(conn->seg_head) - upto) >= 0);
-}
-
 enum ntbsmc_tx_path ntbsmc_dma_path(struct sock *sk, struct ntbsmc_conn *conn,
 				    struct msghdr *msg, size_t len)
 {
@@ -768,132 +530,6 @@ enum ntbsmc_tx_path ntbsmc_dma_path(struct sock *sk, struct ntbsmc_conn *conn,
 	if (zthr && len >= zthr && user_backed_iter(&msg->msg_iter))
 		return NTBSMC_TX_ZC;
 	return NTBSMC_TX_DMA;
-}
-
-/*
- * Sends up to @n bytes of @msg (that much space is free in the peer's buffer) by
- * DMA at our producer cursor: from pinned user pages if @zc, else from a kernel
- * copy. The cursor is published when the segment retires. Returns the bytes
- * taken, 0 if DMA cannot take them (the caller copies with the CPU), or -errno.
- * Called with the socket locked.
- */
-int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc)
-{
-	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1), len;
-	struct ntbsmc_txseg *seg;
-	struct ntbsmc_dma *d;
-	unsigned long flags;
-	int rc = 0, idx;
-	bool ok;
-
-	if (!conn->segs) {
-		conn->segs = kvcalloc(NTBSMC_TX_SEGS, sizeof(*conn->segs), GFP_KERNEL);
-		if (!conn->segs)
-			return 0;
-	}
-	if (!zc && !conn->stage) {
-		conn->stage = (void *)__get_free_pages(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY,
-						       get_order(conn->peer_rmb_size));
-		if (!conn->stage)
-			return 0;
-	}
-	/* A free ring entry: only we fill it, so it stays free. */
-	if (conn->seg_tail - READ_ONCE(conn->seg_head) >= NTBSMC_TX_SEGS)
-		ntbsmc_dma_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
-
-	len = min3(n, conn->peer_rmb_size - off, (u32)NTBSMC_CHUNK);
-	seg = seg_at(conn, conn->seg_tail);
-	memset(seg, 0, offsetof(struct ntbsmc_txseg, pages));
-	seg->conn = conn;
-	seg->off = off;
-	seg->zc = zc;
-	seg->src = DMA_MAPPING_ERROR;
-
-	/*
-	 * The data is taken (pinned, or copied into the staging buffer) before the
-	 * SRCU section: a page fault that waits (userfaultfd, FUSE) must not hold
-	 * up the device's teardown, which waits for the section to end.
-	 */
-	if (!rcu_access_pointer(conn->dev->dma))
-		return 0;
-	if (zc) {
-		rc = seg_pin(seg, msg, &len);
-		if (rc == -EAGAIN) {
-			zc = false;	/* not user memory here: stage it */
-			seg->zc = false;
-			if (!conn->stage)
-				return 0;
-		} else if (rc) {
-			return rc;
-		}
-	}
-	if (!zc) {
-		len = copy_from_iter(conn->stage + off, len, &msg->msg_iter);
-		if (!len)
-			return -EFAULT;
-	}
-
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	d = srcu_dereference(conn->dev->dma, &ntbsmc_srcu);
-	if (!d || !ntbsmc_conn_link_ok(conn)) {
-		/* 0: the CPU path sends the data again and finds out what is wrong */
-		srcu_read_unlock(&ntbsmc_srcu, idx);
-		if (zc)
-			unpin_user_pages(seg->pages, seg->npages);
-		iov_iter_revert(&msg->msg_iter, len);
-		return 0;
-	}
-	seg->len = len;
-	seg->end = conn->tx_prod + len;
-	seg->dma = d;
-	kref_get(&d->ref);		/* put when the segment retires */
-	atomic_set(&seg->descs, 1);	/* ours until all are submitted */
-	seg->deadline = jiffies + msecs_to_jiffies(READ_ONCE(dma_timeout_ms));
-
-	spin_lock_irqsave(&conn->lock, flags);
-	if (!conn->ring_ref) {
-		refcount_inc(&conn->ref);	/* the ring's, put by seg_work() */
-		conn->ring_ref = true;
-	}
-	/* seg_work() then keeps itself armed for the oldest one */
-	if (conn->seg_head == conn->seg_tail)
-		seg_kick_locked(conn, msecs_to_jiffies(READ_ONCE(dma_timeout_ms)));
-	seg->state = SEG_PENDING;
-	conn->seg_tail++;
-	spin_unlock_irqrestore(&conn->lock, flags);
-	conn->tx_prod += len;
-
-	if (zc) {
-		ok = seg_issue_pages(seg);
-	} else {
-		seg->src = dma_map_single(d->dmadev, conn->stage + off, len, DMA_TO_DEVICE);
-		ok = !dma_mapping_error(d->dmadev, seg->src);
-		if (!ok)
-			seg->src = DMA_MAPPING_ERROR;
-		else
-			ok = seg_issue(seg, seg->src, off, len);
-	}
-	if (!ok)
-		WRITE_ONCE(seg->error, true);	/* the CPU writes what did not go out */
-	dma_async_issue_pending(d->chan);
-	if (atomic_dec_and_test(&seg->descs))
-		seg_done(seg);
-	srcu_read_unlock(&ntbsmc_srcu, idx);
-	return len;
-}
-
-void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn)
-{
-	INIT_DELAYED_WORK(&conn->tx_work, seg_work);
-	init_waitqueue_head(&conn->tx_wq);
-}
-
-/* The connection is freed: its ring is empty (it held a reference otherwise). */
-void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn)
-{
-	kvfree(conn->segs);
-	if (conn->stage)
-		free_pages((unsigned long)conn->stage, get_order(conn->peer_rmb_size));
 }
 
 int ntbsmc_dma_init(void)

@@ -178,7 +178,8 @@ static int put_conn(struct sk_buff *skb, struct user_namespace *uns,
 {
 	struct sock *sk = ctx->sk;
 	u8 state = READ_ONCE(sk->sk_state);
-	struct ntbsmc_conn *conn = READ_ONCE(ctx->conn);
+	struct ntbsmc_conn *conn = rcu_dereference_check(ctx->conn,
+							 lockdep_is_held(&ntbsmc_socks_lock));
 	u32 mode = state == TCP_LISTEN ? NTBSMC_MODE_LISTEN : READ_ONCE(ctx->mode);
 	struct nlattr *nest;
 

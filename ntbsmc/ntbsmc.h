@@ -1,8 +1,62 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* ntbsmc: internal interfaces, grouped by the file that implements them. */
+
+/*
+ * Locking and lifetimes (the comments at each structure have the details)
+ *
+ * struct ntbsmc_dev (dev.c): kref; the NTB client's reference from probe to
+ * ntbsmc_remove(), one per connection (put in conn_free()), one per DMA channel
+ * record (put in dma_free_work()), one from ntbsmc_dev_find_active() to its
+ * caller. On ntbsmc_devs under ntbsmc_devs_lock; netlink dumps walk it there.
+ * dev->ntb and the windows are used inside ntbsmc_srcu read sections, by
+ * connections of the current epoch: going down aborts every connection and
+ * waits for those sections (ntbsmc_dma_detach()), ntbsmc_remove() too before it
+ * unmaps the windows.
+ *
+ * struct ntbsmc_conn (conn.c): refcount, freed by conn_free() after an RCU grace
+ * period. The handshake worker holds the socket's reference from
+ * ntbsmc_conn_alloc() until ntbsmc_sock_set_conn() hands it over (or releases
+ * it); once released, conn_maybe_release() puts it when the slot is given back.
+ * hold_timer and recheck_timer hold one while pending, the segment ring one
+ * while a write is in flight (ring_ref; tx_work runs under it). The event
+ * tasklet and dev_abort_all() find connections in dev->conns[] under RCU and
+ * take one with refcount_inc_not_zero(). A DMA completion uses its connection
+ * under rcu_read_lock() (ntbsmc_txseg_done()). conn->sk is cleared under
+ * conn->lock by ntbsmc_conn_release(); the abort, the event and the re-check
+ * sock_hold() it there before they wake the socket.
+ *
+ * struct ntbsmc_sock (ulp.c): see its comment. ctx->conn is set and cleared
+ * under ntbsmc_socks_lock, so the connection dump (under that lock, an RCU read
+ * side) never sees it freed; the socket reads it under its lock, poll() and
+ * ioctl() once NTB mode was published (ctx_conn()).
+ *
+ * struct ntbsmc_dma (dma.c): kref; dev->dma's (put by dma_kill()), one per
+ * segment on it (put when the segment retires), and short-lived ones around a
+ * kill (ntbsmc_dma_detach(), ntbsmc_dma_kill_async(), a timed-out segment).
+ * dev->dma is set and cleared under dev->dma_lock and read under ntbsmc_srcu.
+ * dma.c's opening comment says what a stuck engine holds, and for how long.
+ *
+ * The segment ring (struct ntbsmc_txseg, tx.c): conn->segs, allocated by the
+ * first DMA write and freed with the connection. The sender fills the tail
+ * under the socket lock; completions and tx_work retire the head under
+ * conn->lock. The engine may use an entry until its channel is terminated.
+ *
+ * Lock order, outer first:
+ *   ntbsmc_devs_lock -> dev->lock -> dev->dma_lock -> dmaengine's dma_list_mutex
+ *   dev->lock -> dev->slot_lock
+ *   dma_list_mutex -> conn->lock (a channel's release calls segments back)
+ *   socket lock -> ntbsmc_socks_lock
+ *   socket lock -> conn->lock -> ntbsmc_srcu read side
+ * Windows are written inside the SRCU read side, which may also enclose
+ * conn->lock or dev->dma_lock, but never a page fault or anything that waits
+ * for it: dev->lock's holders and dma_kill() synchronize it. dev->ev_lock and
+ * dev->slot_lock are innermost; no one takes conn->lock under either.
+ */
+
 #ifndef NTBSMC_H
 #define NTBSMC_H
 
+#include <linux/io.h>
 #include <linux/ntb.h>
 #include <linux/net.h>
 #include <linux/refcount.h>
@@ -165,7 +219,7 @@ void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot);
 int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn, u32 want);
 void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
 
-/* ---- conn.c: one NTB-mode connection: buffers, cursors, data path ---- */
+/* ---- conn.c: one NTB-mode connection: lifetime, control block, notifications ---- */
 
 struct ntbsmc_conn {
 	refcount_t ref;
@@ -229,7 +283,7 @@ struct ntbsmc_conn {
 
 	/*
 	 * Writes into the peer's buffer that the published producer cursor does not
-	 * cover yet (dma.c): DMA in flight, and what was written after it. Retired in
+	 * cover yet (tx.c): DMA in flight, and what was written after it. Retired in
 	 * order by tx_work, which publishes the cursor; while any is in flight the
 	 * ring holds a reference on the connection.
 	 */
@@ -274,19 +328,59 @@ void ntbsmc_conn_established(struct ntbsmc_conn *conn);
 void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why);
 void ntbsmc_conn_event(struct ntbsmc_conn *conn);
 void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort);
-int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
-			struct msghdr *msg, size_t len);
-int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
-			struct msghdr *msg, size_t len, int flags);
-__poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn);
-void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how);
-void ntbsmc_conn_linger(struct ntbsmc_conn *conn, long timeout);
-int ntbsmc_conn_inq(struct ntbsmc_conn *conn);
-int ntbsmc_conn_outq(struct ntbsmc_conn *conn);
 bool ntbsmc_conn_link_ok(struct ntbsmc_conn *conn);
-void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod);
 void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn);
 void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn);
+/* The control block and notifications, for tx.c and rx.c */
+int ntbsmc_conn_update(struct ntbsmc_conn *conn);
+void ntbsmc_conn_publish_flags(struct ntbsmc_conn *conn);
+void ntbsmc_conn_told(struct ntbsmc_conn *conn);
+void ntbsmc_conn_wake(struct sock *sk);
+bool ntbsmc_conn_want(struct ntbsmc_conn *conn, u32 flag, bool on);
+void ntbsmc_conn_unwant(struct sock *sk, struct ntbsmc_conn *conn, u32 flag);
+void ntbsmc_conn_notify(struct ntbsmc_conn *conn, u32 want);
+void ntbsmc_conn_check_tcp(struct sock *sk, struct ntbsmc_conn *conn);
+int ntbsmc_conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
+		     bool (*ready)(struct ntbsmc_conn *), long *timeo);
+
+/* The connection's link and cursors, as conn.c, tx.c and rx.c look at them */
+
+/* The link this connection was set up on is still the current one. */
+static inline bool conn_link_alive(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->dev->state) == NTBSMC_DEV_ACTIVE &&
+	       conn->epoch == READ_ONCE(conn->dev->epoch);
+}
+
+static inline bool conn_link_ok(struct ntbsmc_conn *conn)
+{
+	return !READ_ONCE(conn->err) && READ_ONCE(conn->established) &&
+	       !READ_ONCE(conn->detached) && conn_link_alive(conn);
+}
+
+/* We may still write into the peer's buffer; caller holds conn->lock. */
+static inline bool conn_tx_inflight(struct ntbsmc_conn *conn)
+{
+	lockdep_assert_held(&conn->lock);
+	return conn->tx_busy || conn->seg_head != conn->seg_tail;
+}
+
+/* Makes what we wrote visible to the peer before we look at what it wants. */
+static inline void conn_flush(struct ntbsmc_conn *conn)
+{
+	mb();	/* our stores before the read below, which the window completes */
+	ioread32(&conn->tx_ctl->token);
+}
+
+static inline u32 conn_space(struct ntbsmc_conn *conn)
+{
+	return conn->peer_rmb_size - (u32)(conn->tx_prod - READ_ONCE(conn->peer_cons));
+}
+
+static inline u32 conn_avail(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->peer_prod) - conn->rx_cons;
+}
 
 /*
  * Most bytes copied into the peer's buffer, or out of ours, before the cursor over
@@ -294,10 +388,48 @@ void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn);
  */
 #define NTBSMC_CHUNK		SZ_64K
 
-/* ---- dma.c: DMA writes into the peer's buffer, zero-copy sends ---- */
+/* ---- tx.c: the send path: CPU copies, the DMA segment ring, end of data ---- */
 
 #define NTBSMC_TX_SEGS		64		/* writes in flight per connection */
 #define NTBSMC_ZC_PAGES		(NTBSMC_CHUNK / PAGE_SIZE + 1)	/* a segment is a chunk */
+
+/* One write of the ring: filled by the sender, issued by dma.c, retired by tx.c */
+struct ntbsmc_txseg {
+	struct ntbsmc_conn *conn;
+	struct ntbsmc_dma *dma;
+	u64 end;			/* producer cursor once this segment is in */
+	u32 off, len;			/* in the peer's buffer; never wraps */
+	u8 state;			/* under conn->lock */
+	bool zc;			/* from pinned user pages, else from conn->stage */
+	bool error;			/* a descriptor failed or none could be issued */
+	atomic_t descs;			/* not called back yet, +1 while submitting */
+	unsigned long deadline;		/* jiffies */
+	dma_addr_t src;			/* staging: the mapped range, or DMA_MAPPING_ERROR */
+	unsigned int npages, pg_off;	/* zero-copy: data starts at pg_off of pages[0] */
+	unsigned int nruns;		/* physically contiguous runs mapped */
+	struct page *pages[NTBSMC_ZC_PAGES];
+	dma_addr_t run_addr[NTBSMC_ZC_PAGES];
+	u32 run_len[NTBSMC_ZC_PAGES];
+};
+
+int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
+			struct msghdr *msg, size_t len);
+void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how);
+void ntbsmc_conn_linger(struct ntbsmc_conn *conn, long timeout);
+void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod);
+void ntbsmc_txseg_done(struct ntbsmc_txseg *seg);
+void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn);
+void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn);
+
+/* ---- rx.c: the receive path: recvmsg, poll, queue sizes ---- */
+
+int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
+			struct msghdr *msg, size_t len, int flags);
+__poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn);
+int ntbsmc_conn_inq(struct ntbsmc_conn *conn);
+int ntbsmc_conn_outq(struct ntbsmc_conn *conn);
+
+/* ---- dma.c: dmaengine glue: the device's channel; mapping and issuing segments ---- */
 
 enum ntbsmc_tx_path { NTBSMC_TX_CPU, NTBSMC_TX_DMA, NTBSMC_TX_ZC };
 
@@ -313,10 +445,15 @@ struct ntbsmc_dma_info {
 bool ntbsmc_dma_chan_info(struct ntbsmc_dev *dev, struct ntbsmc_dma_info *info);
 enum ntbsmc_tx_path ntbsmc_dma_path(struct sock *sk, struct ntbsmc_conn *conn,
 				    struct msghdr *msg, size_t len);
-int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc);
-void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto);
-void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn);
-void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn);
+/* For tx.c: the channel record, and the segments it writes */
+extern struct workqueue_struct *ntbsmc_dma_wq;
+void ntbsmc_dma_get(struct ntbsmc_dma *d);
+void ntbsmc_dma_put(struct ntbsmc_dma *d);
+bool ntbsmc_dma_terminated(struct ntbsmc_dma *d);
+void ntbsmc_dma_kill_async(struct ntbsmc_dma *d);
+int ntbsmc_dma_pin(struct ntbsmc_txseg *seg, struct msghdr *msg, u32 *len);
+void ntbsmc_dma_submit(struct ntbsmc_txseg *seg);
+void ntbsmc_dma_unmap(struct ntbsmc_txseg *seg);
 
 /* ---- ulp.c: the TCP ULP, socket-level behaviour, mode switches ---- */
 
@@ -355,7 +492,7 @@ struct ntbsmc_sock {
 	struct work_struct hs_work;
 	wait_queue_head_t hs_wq;	/* handshake worker waits for TCP here */
 
-	struct ntbsmc_conn *conn;	/* NTB mode; freed after an RCU grace period */
+	struct ntbsmc_conn __rcu *conn;	/* NTB mode; freed after an RCU grace period */
 	struct list_head node;		/* in ntbsmc_socks */
 
 	/* Under ntbsmc_socks_lock */

@@ -67,7 +67,7 @@ int ntbsmc_sock_set_conn(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn)
 	spin_lock_bh(&ntbsmc_socks_lock);
 	dead = ctx->dead;
 	if (!dead)
-		smp_store_release(&ctx->conn, conn);	/* the dump reads it locklessly */
+		rcu_assign_pointer(ctx->conn, conn);	/* the dump reads it locklessly */
 	spin_unlock_bh(&ntbsmc_socks_lock);
 	return dead;
 }
@@ -81,7 +81,14 @@ static struct ntbsmc_conn *ctx_conn(struct ntbsmc_sock *ctx)
 {
 	if (smp_load_acquire(&ctx->mode) != NTBSMC_MODE_NTB)	/* pairs: ctx_finish() */
 		return NULL;
-	return READ_ONCE(ctx->conn);
+	/* no RCU read side: the caller's file keeps close(), which takes it, away */
+	return rcu_dereference_check(ctx->conn, true);
+}
+
+/* In NTB mode, socket locked: set before the mode, cleared only by close(). */
+static struct ntbsmc_conn *ctx_conn_locked(struct sock *sk, struct ntbsmc_sock *ctx)
+{
+	return rcu_dereference_protected(ctx->conn, lockdep_sock_is_held(sk));
 }
 
 /* ---- callbacks while the handshake runs ---- */
@@ -245,8 +252,8 @@ static struct ntbsmc_conn *ctx_take_conn(struct ntbsmc_sock *ctx, int how)
 	struct ntbsmc_conn *conn;
 
 	spin_lock_bh(&ntbsmc_socks_lock);
-	conn = ctx->conn;
-	WRITE_ONCE(ctx->conn, NULL);
+	conn = rcu_dereference_protected(ctx->conn, lockdep_is_held(&ntbsmc_socks_lock));
+	RCU_INIT_POINTER(ctx->conn, NULL);
 	WRITE_ONCE(ctx->dead, max_t(u8, ctx->dead, how));
 	spin_unlock_bh(&ntbsmc_socks_lock);
 	/* a handshake waiting for the peer gives up now */
@@ -278,7 +285,7 @@ static void shutdown_locked(struct sock *sk, struct ntbsmc_sock *ctx, int how)
 {
 	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | how);
 	if (ctx->mode == NTBSMC_MODE_NTB)
-		ntbsmc_conn_shutdown(ctx->conn, how);
+		ntbsmc_conn_shutdown(ctx_conn_locked(sk, ctx), how);
 	else
 		sk->sk_prot->shutdown(sk, how);
 }
@@ -666,8 +673,8 @@ static void ntbsmc_ulp_release(struct sock *sk)
 	 * another CPU, sees the context dead under this lock first.
 	 */
 	WRITE_ONCE(sk->sk_prot, ctx->sk_proto);
-	conn = ctx->conn;
-	WRITE_ONCE(ctx->conn, NULL);
+	conn = rcu_dereference_protected(ctx->conn, lockdep_is_held(&ntbsmc_socks_lock));
+	RCU_INIT_POINTER(ctx->conn, NULL);
 	WRITE_ONCE(ctx->dead, NTBSMC_SOCK_DESTROYED);
 	spin_unlock_bh(&ntbsmc_socks_lock);
 	wake_up_all(&ctx->hs_wq);
@@ -775,7 +782,7 @@ static int ntbsmc_sendmsg(struct sock *sk, struct msghdr *msg, size_t len)
 		return rc;
 	}
 	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
-		rc = ntbsmc_conn_sendmsg(sk, ctx->conn, msg, len);
+		rc = ntbsmc_conn_sendmsg(sk, ctx_conn_locked(sk, ctx), msg, len);
 		release_sock(sk);
 		return rc;
 	}
@@ -803,7 +810,7 @@ static int ntbsmc_recvmsg(struct sock *sk, struct msghdr *msg, size_t len,
 		if (flags & MSG_OOB)
 			rc = -EINVAL;	/* no urgent data over NTB */
 		else
-			rc = ntbsmc_conn_recvmsg(sk, ctx->conn, msg, len, flags);
+			rc = ntbsmc_conn_recvmsg(sk, ctx_conn_locked(sk, ctx), msg, len, flags);
 		release_sock(sk);
 		return rc;
 	}
@@ -873,6 +880,7 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
 	struct ntbsmc_info info = {};
+	struct ntbsmc_conn *conn;
 	int len;
 
 	if (level != SOL_NTBSMC)
@@ -887,15 +895,17 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 	info.mode = sk->sk_state == TCP_LISTEN ? NTBSMC_MODE_LISTEN : READ_ONCE(ctx->mode);
 	info.reason = ctx->reason;
 	info.peer_reason = ctx->peer_reason;
-	if (ctx->conn) {
-		info.lgr_id = ctx->conn->dev->lgr_id;
-		info.tx_bytes = ctx->conn->tx_bytes;
-		info.rx_bytes = ctx->conn->rx_bytes;
-		info.rmb_size = ctx->conn->rmb_size;
-		info.peer_rmb_size = ctx->conn->peer_rmb_size;
-		info.cpu_bytes = READ_ONCE(ctx->conn->cpu_bytes);
-		info.dma_bytes = READ_ONCE(ctx->conn->dma_bytes);
-		info.zc_bytes = READ_ONCE(ctx->conn->zc_bytes);
+	/* a handshake may set it meanwhile; only close() clears it */
+	conn = rcu_dereference_check(ctx->conn, lockdep_sock_is_held(sk));
+	if (conn) {
+		info.lgr_id = conn->dev->lgr_id;
+		info.tx_bytes = conn->tx_bytes;
+		info.rx_bytes = conn->rx_bytes;
+		info.rmb_size = conn->rmb_size;
+		info.peer_rmb_size = conn->peer_rmb_size;
+		info.cpu_bytes = READ_ONCE(conn->cpu_bytes);
+		info.dma_bytes = READ_ONCE(conn->dma_bytes);
+		info.zc_bytes = READ_ONCE(conn->zc_bytes);
 	}
 	release_sock(sk);
 	len = min_t(int, len, sizeof(info));
@@ -921,7 +931,7 @@ static bool hs_close_defer(struct sock *sk, struct ntbsmc_sock *ctx)
 
 	/* A handshake that set up its connection has ended: close it as such. */
 	spin_lock_bh(&ntbsmc_socks_lock);
-	defer = !ctx->conn;
+	defer = !rcu_access_pointer(ctx->conn);
 	if (defer) {
 		ctx->close_deferred = true;
 		ctx->dead = NTBSMC_SOCK_CLOSED;
@@ -1010,7 +1020,7 @@ static int disconnect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 		return rc;
 	}
 	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
-		ntbsmc_conn_abort(ctx->conn, "disconnected (connect AF_UNSPEC)");
+		ntbsmc_conn_abort(ctx_conn_locked(sk, ctx), "disconnected (connect AF_UNSPEC)");
 		tcp_sk(sk)->syn_smc = 0;
 		ctx_to_tcp(sk, ctx, NTBSMC_REASON_DISCONNECTED);
 		/* ctx->conn stays, aborted, until ->release(): a poll may use it */
