@@ -446,15 +446,17 @@ void ntbsmc_conn_told(struct ntbsmc_conn *conn)
 /* Called for an event on this connection (tasklet): wake whoever waits. */
 void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 {
+	unsigned long flags;
 	struct sock *sk;
 
 	ntbsmc_conn_update(conn);
-	spin_lock_bh(&conn->lock);
+	/* irqsave as everywhere: a DMA provider may call back in hard irq */
+	spin_lock_irqsave(&conn->lock, flags);
 	conn_told_locked(conn);
 	sk = conn->sk;
 	if (sk)
 		sock_hold(sk);	/* put below */
-	spin_unlock_bh(&conn->lock);
+	spin_unlock_irqrestore(&conn->lock, flags);
 	if (sk) {
 		ntbsmc_conn_wake(sk);
 		sock_put(sk);
