@@ -246,18 +246,13 @@ static int conn_alloc_reason(long err)
 static int clc_attach(struct clc_io *io, struct ntbsmc_conn *conn,
 		      const struct ntbsmc_clc_rmb *rmb)
 {
-	int rc;
-
 	/*
-	 * The last step before the peer's memory is written: the peer gave up
-	 * by now (its timeout is ours) or TCP ended, and its slot may be
-	 * another connection's.
+	 * Also after our deadline, or with TCP gone: the peer holds the slot it
+	 * told us of until we acknowledge or can no longer attach (NTBSMC_HOLD_MS,
+	 * longer than any handshake), so it is still ours to write, and the
+	 * ABORT that follows an attach is what lets the peer free it early.
 	 */
-	if (time_after_eq(jiffies, io->deadline) || tcp_gone(io->sk)) {
-		ntbsmc_conn_release(conn, true);
-		return -ETIMEDOUT;
-	}
-	rc = ntbsmc_conn_attach(conn, rmb);
+	int rc = ntbsmc_conn_attach(conn, rmb);
 	if (!rc)
 		return 0;
 	ntbsmc_conn_release(conn, true);
