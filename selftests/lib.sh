@@ -77,6 +77,18 @@ run() {
 	"$@" || fail "'$*' exited $?"
 }
 
+# test_phases SETUP CLEANUP "$@": a test's prologue, after its sources. The
+# harness calls the test with "setup" before its roles run and with "cleanup"
+# after them: these run SETUP or CLEANUP (a command or a function, without
+# arguments) and exit with its status. Called otherwise ("run a|b"), the test
+# goes on.
+test_phases() {
+	case ${3-} in
+	setup) "$1"; exit ;;
+	cleanup) "$2"; exit ;;
+	esac
+}
+
 # inns CMD...: runs CMD in this host's network namespace. In a subshell of its own
 # ("inns CMD &", "$(inns CMD)", a pipeline) it execs, so that $! is CMD's pid (to
 # kill it, wait for it, or read its /proc/PID/net) and not a shell's; so never use

@@ -16,15 +16,14 @@ source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
 
-case $1 in
-setup)
+setup() {
 	# an engine left by another test would lack the second one
 	unload_module soft_dma
 	run insmod "$MODDIR/selftests/dma/soft_dma.ko" on_pci="$(dev_of_host a)"
 	ulp_setup
-	exit ;;
-cleanup) dma_cleanup; exit ;;
-esac
+}
+
+test_phases setup dma_cleanup "$@"
 
 [ -e /sys/bus/platform/devices/soft_dma.1 ] || fail "soft_dma made no engine below host a's port"
 ulp_wait_active

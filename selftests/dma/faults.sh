@@ -18,15 +18,14 @@ source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
 
-case $1 in
-setup) dma_setup; exit ;;
-cleanup)
+cleanup() {
 	echo 0 >$SOFT_DMA/fail_nth 2>/dev/null
 	echo 0 >$SOFT_DMA/latency_us 2>/dev/null
 	echo 2000 >$NTBSMC_PARAMS/dma_timeout_ms 2>/dev/null
 	dma_cleanup
-	exit ;;
-esac
+}
+
+test_phases dma_setup cleanup "$@"
 
 ulp_wait_active
 port=6950

@@ -17,10 +17,7 @@ source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
 
-case $1 in
-setup) dma_setup; exit ;;
-cleanup) dma_cleanup; exit ;;
-esac
+test_phases dma_setup dma_cleanup "$@"
 
 ulp_wait_active
 port=6900

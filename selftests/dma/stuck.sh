@@ -25,10 +25,9 @@ engine_defaults() {
 	echo 2000 >"$NTBSMC_PARAMS/dma_timeout_ms" 2>/dev/null
 }
 
-case $1 in
-setup) dma_setup; exit ;;
-cleanup) engine_defaults; dma_cleanup; exit ;;
-esac
+cleanup() { engine_defaults; dma_cleanup; }
+
+test_phases dma_setup cleanup "$@"
 
 [ "$TOPO" = onevm ] || skip "one kernel: both hosts share the engine it reloads"
 PROFILES=${STUCK_PROFILES:-plx ioat}

@@ -4,10 +4,10 @@
 # from its interrupt handler; every round trip must complete.
 source "$REPO/selftests/lib.sh"
 
-case $1 in
-setup) insmod "$MODDIR/selftests/fabric/ntb_rtt.ko"; exit ;;
-cleanup) unload_module ntb_rtt; exit ;;
-esac
+setup() { insmod "$MODDIR/selftests/fabric/ntb_rtt.ko"; }
+cleanup() { unload_module ntb_rtt; }
+
+test_phases setup cleanup "$@"
 
 R=$NTB_DBG/ntb_rtt/$NTB
 wait_for 30 "ntb_rtt on $NTB" test -e "$R/run"

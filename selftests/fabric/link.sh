@@ -5,9 +5,8 @@
 # within the link timeout when the peer's driver unbinds, and comes back.
 source "$REPO/selftests/lib.sh"
 
-case $1 in
-setup) load_module ntb_tool; exit ;;
-cleanup)
+setup() { load_module ntb_tool; }
+cleanup() {
 	unload_module ntb_tool
 	# A failed run must not leave a port unbound for the tests after it.
 	for d in /sys/bus/pci/drivers/ntb_hw_ivshmem/../../devices/*; do
@@ -16,8 +15,9 @@ cleanup)
 		[ "$v:$i" = 0x1af4:0x1110 ] || continue
 		[ -e "$d/driver" ] || echo "${d##*/}" >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind
 	done
-	exit ;;
-esac
+}
+
+test_phases setup cleanup "$@"
 
 pci=/sys/bus/pci/devices/$NTB
 T=$NTB_DBG/ntb_tool/$NTB

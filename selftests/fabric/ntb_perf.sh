@@ -4,12 +4,12 @@
 # CPU; records the bandwidth.
 source "$REPO/selftests/lib.sh"
 
-case $1 in
 # max_mw_size: ntb_perf kmallocs a buffer of the window size, beyond the page
 # allocator's largest order for our 8 MiB windows.
-setup) load_module ntb_perf total_order=${PERF_TOTAL_ORDER:-24} max_mw_size=2097152; exit ;;
-cleanup) unload_module ntb_perf; exit ;;
-esac
+setup() { load_module ntb_perf total_order=${PERF_TOTAL_ORDER:-24} max_mw_size=2097152; }
+cleanup() { unload_module ntb_perf; }
+
+test_phases setup cleanup "$@"
 
 P=$NTB_DBG/ntb_perf/$NTB
 wait_for 30 "ntb_perf on $NTB" test -e "$P/run"

@@ -8,10 +8,10 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/fabric/lib.sh"
 
-case $1 in
-setup) load_module ntb_pingpong delay_ms=1; exit ;;
-cleanup) unload_module ntb_pingpong; exit ;;
-esac
+setup() { load_module ntb_pingpong delay_ms=1; }
+cleanup() { unload_module ntb_pingpong; }
+
+test_phases setup cleanup "$@"
 
 secs=${PINGPONG_SECS:-20}
 C=$NTB_DBG/ntb_pingpong/$NTB/count

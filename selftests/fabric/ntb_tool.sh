@@ -6,10 +6,10 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/fabric/lib.sh"
 
-case $1 in
-setup) load_module ntb_tool; exit ;;
-cleanup) unload_module ntb_tool; exit ;;
-esac
+setup() { load_module ntb_tool; }
+cleanup() { unload_module ntb_tool; }
+
+test_phases setup cleanup "$@"
 
 T=$NTB_DBG/ntb_tool/$NTB
 barrier start

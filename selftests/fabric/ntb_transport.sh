@@ -8,10 +8,10 @@
 # client created are never freed (kmemleak: 96-byte objects from its link work).
 source "$REPO/selftests/lib.sh"
 
-case $1 in
-setup) load_module ntb_transport max_num_clients=1; load_module ntb_netdev; exit ;;
-cleanup) unload_module ntb_netdev; unload_module ntb_transport; exit ;;
-esac
+setup() { load_module ntb_transport max_num_clients=1; load_module ntb_netdev; }
+cleanup() { unload_module ntb_netdev; unload_module ntb_transport; }
+
+test_phases setup cleanup "$@"
 
 wait_for 30 "ntb_netdev interface on $NTB" ntb_netdev_of "$NTB"
 dev=$(ntb_netdev_of "$NTB")

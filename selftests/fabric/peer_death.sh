@@ -5,10 +5,10 @@
 # (vm/../run_tests.sh asserts the bound).
 source "$REPO/selftests/lib.sh"
 
-case $1 in
-setup) load_module ntb_tool; exit ;;
-cleanup) unload_module ntb_tool; exit ;;
-esac
+setup() { load_module ntb_tool; }
+cleanup() { unload_module ntb_tool; }
+
+test_phases setup cleanup "$@"
 
 T=$NTB_DBG/ntb_tool/$NTB
 wait_for 30 "ntb_tool on $NTB" test -d "$T/peer0"

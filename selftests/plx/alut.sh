@@ -29,9 +29,8 @@ rebind() {
 	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
 }
 
-case $1 in
-setup) load_module ntb_tool; exit ;;
-cleanup)
+setup() { load_module ntb_tool; }
+cleanup() {
 	# a failed run may have left windows set, and the port split
 	for t in "$NTB_DBG"/ntb_tool/*; do
 		[ -d "$t" ] && tool_windows_clear "$t"
@@ -43,9 +42,9 @@ cleanup)
 			rebind 0
 		done
 	fi
-	exit
-	;;
-esac
+}
+
+test_phases setup cleanup "$@"
 
 [ -e "$pci/plx_model" ] || skip "$NTB is not a modelled PLX port (ntb_hw_ivshmem profile=plx)"
 

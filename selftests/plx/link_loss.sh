@@ -18,10 +18,7 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup) ulp_setup; exit ;;
-cleanup) ulp_cleanup; exit ;;
-esac
+test_phases ulp_setup ulp_cleanup "$@"
 
 pci=/sys/bus/pci/devices/$NTB
 [ -e "$pci/plx_dl_down" ] || skip "$NTB is not a modelled PLX port (ntb_hw_ivshmem profile=plx)"

@@ -12,10 +12,7 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup) ulp_setup; exit ;;
-cleanup) ulp_cleanup; exit ;;
-esac
+test_phases ulp_setup ulp_cleanup "$@"
 
 for p in iperf3 ncat curl redis-server redis-benchmark redis-cli sockperf; do
 	command -v $p >/dev/null || fail "$p is not installed (selftests/vm/deps.sh installs it)"

@@ -9,10 +9,7 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup) ulp_setup; exit ;;
-cleanup) ulp_cleanup; exit ;;
-esac
+test_phases ulp_setup ulp_cleanup "$@"
 
 ulp_wait_active
 B=$REPO/selftests/ulp/buffers.py

@@ -16,13 +16,12 @@ source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
 
-case $1 in
-setup) dma_setup; exit ;;
-cleanup)
+cleanup() {
 	fault_clear
 	dma_cleanup
-	exit ;;
-esac
+}
+
+test_phases dma_setup cleanup "$@"
 
 CLOSER=$REPO/selftests/ulp/closer
 R=${CLOSE_ROUNDS:-8}

@@ -13,17 +13,17 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup)
+setup() {
 	ulp_setup
 	load_module smc
-	exit ;;
-cleanup)
+}
+cleanup() {
 	fault_clear
 	ulp_cleanup
 	unload_module smc
-	exit ;;
-esac
+}
+
+test_phases setup cleanup "$@"
 
 need_faults
 ulp_wait_active

@@ -14,15 +14,12 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup)
-	ulp_setup
-	exit ;;
-cleanup)
+cleanup() {
 	fault_clear
 	ulp_cleanup
-	exit ;;
-esac
+}
+
+test_phases ulp_setup cleanup "$@"
 
 need_faults
 ulp_wait_active

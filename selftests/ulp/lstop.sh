@@ -26,10 +26,12 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup) ulp_setup; exit ;;
-cleanup) fault_clear; ulp_cleanup; exit ;;
-esac
+cleanup() {
+	fault_clear
+	ulp_cleanup
+}
+
+test_phases ulp_setup cleanup "$@"
 
 need_faults
 LSTOP=$REPO/selftests/ulp/lstop

@@ -16,10 +16,12 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup) ulp_setup; exit ;;
-cleanup) fault_clear; ulp_cleanup; exit ;;
-esac
+cleanup() {
+	fault_clear
+	ulp_cleanup
+}
+
+test_phases ulp_setup cleanup "$@"
 
 need_faults
 [ "$TOPO" = onevm ] || skip "one kernel: host a's fault point must not hit host b"

@@ -14,16 +14,16 @@ source "$REPO/selftests/ulp/lib.sh"
 NTBSMC_CLI=/usr/sbin/ntbsmc
 RUNNER=/usr/sbin/ntbsmc_run
 
-case $1 in
-setup)
+setup() {
 	[ -x $NTBSMC_CLI ] && [ -x $RUNNER ] || { echo "no packaged tools"; exit 1; }
 	run modprobe ntbsmc || exit 1
 	for h in a b; do
 		run $NTBSMC_CLI dev set "$(dev_of_host $h)" netns "$h" || exit 1
 	done
-	exit ;;
-cleanup) run modprobe -r ntbsmc; exit ;;
-esac
+}
+cleanup() { run modprobe -r ntbsmc; }
+
+test_phases setup cleanup "$@"
 
 want=$(cat "$REPO/VERSION")
 path=$(modinfo -n ntbsmc)

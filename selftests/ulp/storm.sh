@@ -27,13 +27,12 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-case $1 in
-setup) ulp_setup; exit ;;
-cleanup)
+cleanup() {
 	fault_clear
 	ulp_cleanup
-	exit ;;
-esac
+}
+
+test_phases ulp_setup cleanup "$@"
 
 CLOSER=$REPO/selftests/ulp/closer
 need_faults

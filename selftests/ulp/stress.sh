@@ -37,14 +37,13 @@ source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
 
-case $1 in
-setup) dma_setup; exit ;;
-cleanup)
+cleanup() {
 	[ -w "$SOFT_DMA/fail_nth" ] && echo 0 >"$SOFT_DMA/fail_nth"
 	[ -w "$SOFT_DMA/latency_us" ] && echo 0 >"$SOFT_DMA/latency_us"
 	dma_cleanup
-	exit ;;
-esac
+}
+
+test_phases dma_setup cleanup "$@"
 
 CLOSER=$REPO/selftests/ulp/closer
 seed=${STRESS_SEED:-2026}
