@@ -95,7 +95,7 @@ evloop_case many_small 32 "" 300 8 300
 evloop_case many_large 8 "" 40 4 300000
 evloop_case pipelined_late 8 "--delay-ms 20" 60 16 2000
 
-# The re-check's bound: every doorbell that conn_notify() owes is dropped, in
+# The re-check's bound: every doorbell that ntbsmc_conn_notify() owes is dropped, in
 # both directions; each request and answer then waits for the re-check (one to
 # two periods of 100 ms), never for ever.
 if [ "$TOPO" = onevm ] && have_faults; then

@@ -14,9 +14,9 @@
 # burst: max_handshakes 4 on host a; host b opens 32 connections at once whose
 # final ACKs are held back (TCP_DEFER_ACCEPT; their HELLOs 400 ms later, fault
 # client_hello_delay): a sees 32 SYNs while no handshake runs, then 32 ACKs.
-# At most 4 full handshakes run (handshakes_peak), at most 4 connections get
-# NTB, the others are declined (handshakes_congested) and fall back to TCP;
-# none fails (on e8be0bf all 32 ran: the limit was checked per SYN only).
+# At most 4 full handshakes run at once (handshakes_peak), the others are
+# declined (handshakes_congested) and fall back to TCP; none fails (on e8be0bf
+# all 32 ran over NTB at once: the limit was checked per SYN only).
 # nomem: every child's context allocation fails (fault clone_nomem): the
 # children take theirs from the reserve and still run their handshakes, 8 of 8
 # over NTB (on e8be0bf such a child was plain TCP after its SYN-ACK offered
@@ -95,8 +95,9 @@ if [ "$ROLE" = a ]; then
 	log "burst: server stats: $STATS"
 	check "burst: at most 4 handshakes at once (handshakes_peak $(stat_of handshakes_peak))" \
 		[ "$(stat_of handshakes_peak)" -le 4 ]
-	check "burst: $(($(stat_of conn_ntb) - ntb0)) over NTB, at most 4" \
-		[ $(($(stat_of conn_ntb) - ntb0)) -le 4 ]
+	# how many ran over NTB depends on how many SYNs came before the first
+	# handshakes ended (4 of 32 in one VM; more between two slower VMs)
+	log "burst: $(($(stat_of conn_ntb) - ntb0)) over NTB"
 	check "burst: $(($(stat_of handshakes_congested) - cong0)) declined beyond the limit" \
 		[ $(($(stat_of handshakes_congested) - cong0)) -ge 1 ]
 	kill $srv
