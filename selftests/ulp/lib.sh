@@ -28,6 +28,20 @@ ulp_cleanup() {
 	unload_module ntbsmc
 }
 
+# ulp_cleanup_faults: ulp_cleanup for a test that arms fault points.
+ulp_cleanup_faults() {
+	fault_clear
+	ulp_cleanup
+}
+
+# ulp_idle: no receive buffer, orphan or connection of this host is left.
+ulp_idle() {
+	local dev
+	dev=$(cli -j dev show "$NTB")
+	[ "$(jfield "$dev" buffers)" = 0 ] && [ "$(jfield "$dev" orphans)" = 0 ] &&
+		[[ $(cli -j conn show) != *local_port* ]]
+}
+
 # dev_of_host a|b: the NTB port (PCI name) of host a (port 0) or b (port 1).
 dev_of_host() {
 	local d

@@ -26,26 +26,13 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-cleanup() {
-	fault_clear
-	ulp_cleanup
-}
-
-test_phases ulp_setup cleanup "$@"
+test_phases ulp_setup ulp_cleanup_faults "$@"
 
 need_faults
 LSTOP=$REPO/selftests/ulp/lstop
 port=7700
 echo_port=7701
 ulp_wait_active
-
-idle() {
-	local dev conns
-	dev=$(cli -j dev show "$NTB")
-	conns=$(cli -j conn show)
-	[ "$(jfield "$dev" buffers)" = 0 ] && [ "$(jfield "$dev" orphans)" = 0 ] &&
-		[[ $conns != *local_port* ]]
-}
 
 [ "$ROLE" = b ] && { inns "$LSTOP" echo "$MY_IP" $echo_port & echo_pid=$!; }
 for how in rd rdwr unspec; do
@@ -137,6 +124,6 @@ else
 	barrier nomem-done
 fi
 [ "$ROLE" = b ] && kill $echo_pid 2>/dev/null
-wait_for 60 "no buffer, orphan or connection left" idle
+wait_for 60 "no buffer, orphan or connection left" ulp_idle
 log "idle: $(cli -j dev show "$NTB")"
 checked

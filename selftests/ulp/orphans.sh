@@ -16,12 +16,7 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-cleanup() {
-	fault_clear
-	ulp_cleanup
-}
-
-test_phases ulp_setup cleanup "$@"
+test_phases ulp_setup ulp_cleanup_faults "$@"
 
 need_faults
 [ "$TOPO" = onevm ] || skip "one kernel: host a's fault point must not hit host b"
@@ -33,11 +28,6 @@ dev_field() { jfield "$(cli -j dev show "$NTB")" "$1"; }
 orphans_are() { [ "$(dev_field orphans)" = "$1" ]; }
 resets() { jfield "$(cli -j stats)" orphan_resets; }
 resets_since() { [ $(($(resets) - $1)) -ge "$2" ]; }
-idle() {
-	[ "$(dev_field buffers)" = 0 ] && [ "$(dev_field orphans)" = 0 ] &&
-		[[ $(cli -j conn show) != *local_port* ]]
-}
-
 # hold_conns NAME N: N connections from b to a, each server holding its socket
 # open until $WORK/NAME.release exists; b's ends close once their transfer is
 # checked.
@@ -129,6 +119,6 @@ fi
 barrier count-checked
 release count
 fault_clear
-wait_for 60 "no buffer, orphan or connection left" idle
+wait_for 60 "no buffer, orphan or connection left" ulp_idle
 log "idle: $(cli -j dev show "$NTB")"
 checked

@@ -6,12 +6,7 @@
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
-cleanup() {
-	fault_clear
-	ulp_cleanup
-}
-
-test_phases ulp_setup cleanup "$@"
+test_phases ulp_setup ulp_cleanup_faults "$@"
 
 ulp_wait_active
 S=$REPO/selftests/ulp/sockets
