@@ -75,13 +75,7 @@ phase() {
 
 # idle: nothing of a connection is left on this host.
 idle() {
-	local dev lgr conns
-	dev=$(cli -j dev show "$NTB")
-	lgr=$(cli -j lgr show)
-	conns=$(cli -j conn show)
-	[ "$(jfield "$dev" buffers)" = 0 ] && [ "$(jfield "$dev" orphans)" = 0 ] &&
-		[[ ! $lgr =~ \"connections\":\ *[1-9] ]] && [[ $conns != *local_port* ]] &&
-		pins_balanced
+	ulp_idle && [[ ! $(cli -j lgr show) =~ \"connections\":\ *[1-9] ]] && pins_balanced
 }
 
 # phase_end NAME: both hosts idle again, within a bound.
