@@ -40,18 +40,32 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_DETACH_DROP]		= "detach_drop",
 	[NTBSMC_FAULT_CLIENT_HELLO_DELAY]	= "client_hello_delay",
 	[NTBSMC_FAULT_CLONE_NOMEM]		= "clone_nomem",
+	[NTBSMC_FAULT_RAW_HANDSHAKE]		= "raw_handshake",
 };
+
+/*
+ * Points whose port is only the socket's own: a hand-made handshake's socket,
+ * never the honest peer's socket at the other end of its connection, which in
+ * one kernel would match the same port as its remote one.
+ */
+#define FAULT_LOCAL_PORT_ONLY	BIT(NTBSMC_FAULT_RAW_HANDSHAKE)
 
 static struct fault_point fault_points[NTBSMC_FAULT_NR];
 static struct dentry *fault_root;
 
-static bool fault_port_match(const struct fault_point *p, const struct sock *sk)
+static bool fault_port_match(enum ntbsmc_fault_point point, const struct sock *sk)
 {
-	u32 port = READ_ONCE(p->port);
+	u32 port = READ_ONCE(fault_points[point].port);
 
 	/* a closed connection has no socket: only a point for any port hits it */
-	return !port || (sk && (inet_sk(sk)->inet_num == port ||
-				ntohs(inet_sk(sk)->inet_dport) == port));
+	if (!port)
+		return true;
+	if (!sk)
+		return false;
+	if (inet_sk(sk)->inet_num == port)
+		return true;
+	return !(FAULT_LOCAL_PORT_ONLY & BIT(point)) &&
+	       ntohs(inet_sk(sk)->inet_dport) == port;
 }
 
 bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk)
@@ -59,7 +73,7 @@ bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk)
 	struct fault_point *p = &fault_points[point];
 
 	/* The port is tested first, so that "times" counts only the port's hits. */
-	if (!fault_port_match(p, sk) || !should_fail(&p->attr, 1))
+	if (!fault_port_match(point, sk) || !should_fail(&p->attr, 1))
 		return false;
 	atomic_inc(&p->hits);
 	return true;

@@ -8,7 +8,8 @@
  * /sys/kernel/debug/ntbsmc/fault/NAME/ (probability, times, interval, ...; see
  * Documentation/fault-injection/fault-injection.rst), plus two knobs of ours:
  * "port", which limits the point to connections with that local or remote port
- * (0: any), and "delay_ms", how long a delay point sleeps when it fires.
+ * (0: any; raw_handshake: local only), and "delay_ms", how long a delay point
+ * sleeps when it fires.
  */
 #ifndef NTBSMC_FAULT_H
 #define NTBSMC_FAULT_H
@@ -33,6 +34,12 @@ enum ntbsmc_fault_point {
 	NTBSMC_FAULT_DETACH_DROP,	/* a peer that never lets go of a closed connection */
 	NTBSMC_FAULT_CLIENT_HELLO_DELAY,	/* delay: connected, HELLO not sent yet */
 	NTBSMC_FAULT_CLONE_NOMEM,	/* a child's context not allocated (atomic) */
+	/*
+	 * A socket that offers ntbsmc in its SYN or SYN-ACK and then leaves the
+	 * handshake to its program (a hostile host's hand-made one); the port is
+	 * only the socket's local port
+	 */
+	NTBSMC_FAULT_RAW_HANDSHAKE,
 	NTBSMC_FAULT_NR
 };
 
