@@ -34,6 +34,7 @@ static const char *const reason_names[__NTBSMC_REASON_MAX] = {
 	[NTBSMC_REASON_PEER_CLOSED]	= "peer_closed",
 	[NTBSMC_REASON_DISCONNECTED]	= "disconnected",
 	[NTBSMC_REASON_CONGESTED]	= "congested",
+	[NTBSMC_REASON_AUTH]		= "auth",
 };
 
 /* As ss(8) spells them; TCP_NEW_SYN_RECV (12) is a request socket ss shows as SYN-RECV. */

@@ -14,9 +14,15 @@
  * answers HELLO only within half the timeout of the connection's establishment,
  * so that a client that gave up waiting (and fell back, sending application data)
  * never receives a late answer: the server falls back silently instead.
+ *
+ * Trust: every field of the peer's messages is the claim of whoever holds the
+ * TCP connection, which need not be a host on the NTB link at all. Nothing is
+ * allocated for, or written into, a window a message names before that
+ * message's MAC proved that its sender reads the link's windows now (wire.h).
  */
 
 #include <linux/module.h>
+#include <linux/siphash.h>
 #include <net/tcp.h>
 #include "ntbsmc.h"
 #include "fault.h"
@@ -155,6 +161,8 @@ static size_t clc_len(u8 type)
 		return sizeof(struct ntbsmc_clc_confirm);
 	case NTBSMC_CLC_DECLINE:
 		return sizeof(struct ntbsmc_clc_decline);
+	case NTBSMC_CLC_CHALLENGE:
+		return sizeof(struct ntbsmc_clc_challenge);
 	}
 	return 0;
 }
@@ -222,6 +230,60 @@ static void fill_rmb(struct ntbsmc_clc_rmb *r, struct ntbsmc_conn *conn)
 	r->token = cpu_to_be32(conn->my_token);
 	r->size = cpu_to_be32(conn->rmb_size);
 	r->epoch = cpu_to_be32(conn->epoch);
+}
+
+/*
+ * Every byte of a handshake, as sent or received, in the order the MACs cover
+ * them (wire.h, "Proof of NTB presence"); the label says which MAC.
+ */
+struct clc_transcript {
+	u8 label[8];
+	struct ntbsmc_smc_decline hello;
+	struct ntbsmc_clc_challenge chal;
+	struct ntbsmc_clc_proposal prop;
+	struct ntbsmc_clc_accept acc;
+} __packed;
+
+#define CLC_MAC_PROPOSAL	offsetof(struct clc_transcript, prop.mac)
+#define CLC_MAC_ACCEPT		offsetof(struct clc_transcript, acc.mac)
+
+/* MAC(@key, the transcript up to @len) as wire.h defines it, into @mac. */
+static void clc_mac(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t,
+		    const char *label, size_t len, u8 mac[NTBSMC_MAC_LEN])
+{
+	siphash_key_t k;
+	int i;
+
+	memcpy(t->label, label, sizeof(t->label));
+	for (i = 0; i < 2; i++) {
+		k.key[0] = get_unaligned_le64(key + 16 * i);
+		k.key[1] = get_unaligned_le64(key + 16 * i + 8);
+		put_unaligned_le64(siphash(t, len, &k), mac + 8 * i);
+	}
+	memzero_explicit(&k, sizeof(k));
+}
+
+/*
+ * The peer's MAC at @len in @t is the one @key makes: compared in constant time,
+ * as crypto_memneq() does (which lives in the crypto API, a module some kernels
+ * build without).
+ */
+static bool clc_mac_ok(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t,
+		       const char *label, size_t len)
+{
+	const u8 *got = (const u8 *)t + len;
+	u8 want[NTBSMC_MAC_LEN];
+	unsigned int i, diff = 0;
+	bool ok;
+
+	clc_mac(key, t, label, len, want);
+	for (i = 0; i < NTBSMC_MAC_LEN; i++) {
+		diff |= want[i] ^ got[i];
+		OPTIMIZER_HIDE_VAR(diff);
+	}
+	ok = !diff;
+	memzero_explicit(want, sizeof(want));
+	return ok;
 }
 
 /* No usable link to @peer_sysid: why, as a reason. */
@@ -306,50 +368,52 @@ static void smc_decline(struct ntbsmc_smc_decline *d, const char *id)
 
 /* ---- client ---- */
 
-/* Waits for HELLO_ACK. Returns 0, a fallback reason, or -errno. */
-static int client_wait_hello_ack(struct clc_io *io, struct ntbsmc_clc_hello_ack *ack)
+/*
+ * Waits for the server's answer to HELLO: a CHALLENGE, or an older server's
+ * HELLO_ACK, into @msg (room for a CHALLENGE; its header says which). Returns
+ * 0, a fallback reason, or -errno.
+ */
+static int client_wait_answer(struct clc_io *io, void *msg)
 {
-	static const u8 prefix[] = { 'N', 'T', 'B', 'S', NTBSMC_CLC_HELLO_ACK,
-				     NTBSMC_CLC_FRAME_VERSION };
-	u8 got[sizeof(prefix)];
-	int n, rc;
+	static const u8 magic[] = NTBSMC_CLC_MAGIC;
+	u8 got[6];
+	int n, i, rc;
 
 	/*
 	 * A Linux SMC server took our HELLO for a DECLINE and fell back: it never
 	 * answers, its application may speak first. Look without consuming: a first
 	 * byte that is not ours means exactly that.
 	 */
-	for (n = 1; n <= sizeof(prefix); n++) {
+	for (n = 1; n <= sizeof(got); n++) {
 		rc = io_wait(io, n);
 		if (rc == -ETIMEDOUT)
 			return NTBSMC_REASON_TIMEOUT;
 		if (rc)
 			return rc;
-		n = min_t(int, tcp_inq(io->sk), sizeof(prefix));
+		n = min_t(int, tcp_inq(io->sk), sizeof(got));
 		rc = io_peek(io, got, n);
 		if (rc)
 			return rc;
-		if (memcmp(got, prefix, n))
-			return NTBSMC_REASON_PEER_SMC;
+		for (i = 0; i < n; i++) {
+			if (i < 4 ? got[i] != magic[i] :
+			    i == 4 ? got[i] != NTBSMC_CLC_CHALLENGE &&
+				     got[i] != NTBSMC_CLC_HELLO_ACK :
+			    got[i] != NTBSMC_CLC_FRAME_VERSION)
+				return NTBSMC_REASON_PEER_SMC;
+		}
 	}
-	rc = clc_recv(io, ack, NTBSMC_CLC_HELLO_ACK);
-	if (rc == NTBSMC_REASON_DECLINED)
-		return -EPROTO;	/* a HELLO is answered, never declined */
-	return rc;
+	rc = clc_recv(io, msg, got[4]);
+	return rc == NTBSMC_REASON_DECLINED ? -EPROTO : rc;	/* a HELLO is never declined */
 }
 
 int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 {
 	struct net *net = sock_net(ctx->sk);
 	struct ntbsmc_net *nn = ntbsmc_net(net);
-	struct ntbsmc_smc_decline hello;
-	union {
-		struct ntbsmc_clc_hello_ack ack;
-		struct ntbsmc_clc_accept acc;
-		struct ntbsmc_clc_decline dec;
-	} in;
-	struct ntbsmc_clc_proposal prop = {};
 	struct ntbsmc_clc_confirm conf = {};
+	struct ntbsmc_link_keys keys;
+	struct clc_transcript t = {};
+	struct ntbsmc_clc_proposal *prop = &t.prop;
 	struct ntbsmc_conn *conn;
 	struct ntbsmc_dev *dev;
 	struct clc_io io;
@@ -358,6 +422,8 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	if (!tcp_sk(ctx->sk)->syn_smc)
 		return READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
 						NTBSMC_REASON_DISABLED;
+	if (ntbsmc_fault(NTBSMC_FAULT_RAW_HANDSHAKE, ctx->sk))
+		return NTBSMC_REASON_DISABLED;	/* the program speaks for itself */
 	/* before io_init(): the delay is the client's, not the server's late answer */
 	ntbsmc_fault_delay(NTBSMC_FAULT_CLIENT_HELLO_DELAY, ctx->sk);
 	io_init(&io, ctx);
@@ -365,48 +431,79 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 		io_wait(&io, INT_MAX);
 		return NTBSMC_REASON_TIMEOUT;
 	}
-	smc_decline(&hello, NTBSMC_HELLO_ID);
-	rc = io_send(&io, &hello, sizeof(hello));
+	smc_decline(&t.hello, NTBSMC_HELLO_ID);
+	t.hello.reserved[0] = NTBSMC_CLC_VERSION;
+	rc = io_send(&io, &t.hello, sizeof(t.hello));
 	if (rc)
 		return rc;
 	ntbsmc_fault_delay(NTBSMC_FAULT_CLIENT_ANSWER_DELAY, ctx->sk);
-	rc = client_wait_hello_ack(&io, &in.ack);
+	rc = client_wait_answer(&io, &t.chal);
 	if (rc)
 		return rc;
-	if (in.ack.version_min > NTBSMC_CLC_VERSION || in.ack.version_max < NTBSMC_CLC_VERSION)
+	/* A server older than the proof: it would believe anyone. */
+	if (t.chal.hdr.type == NTBSMC_CLC_HELLO_ACK)
+		return clc_decline(&io, NTBSMC_REASON_AUTH);
+	if (t.chal.version_min > NTBSMC_CLC_VERSION || t.chal.version_max < NTBSMC_CLC_VERSION)
 		return clc_decline(&io, NTBSMC_REASON_VERSION);
 
 	/* The server is ntbsmc: from here on a timeout resets, it never falls back. */
 	io_init(&io, ctx);
-	dev = ntbsmc_dev_find_active(net, NULL, in.ack.sysid);
+	dev = ntbsmc_dev_find_active(net, NULL, t.chal.sysid);
 	if (!dev)
-		return clc_decline(&io, no_link_reason(net, in.ack.sysid));
+		return clc_decline(&io, no_link_reason(net, t.chal.sysid));
+	if (ntbsmc_dev_link_keys(dev, &keys)) {
+		ntbsmc_dev_put(dev);
+		return clc_decline(&io, NTBSMC_REASON_LINK_DOWN);
+	}
 	conn = ntbsmc_conn_alloc(dev, ctx->sk);
 	ntbsmc_dev_put(dev);	/* the connection holds its own */
-	if (IS_ERR(conn))
-		return clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
+	if (IS_ERR(conn)) {
+		rc = clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
+		goto out;
+	}
 
-	prop.version = NTBSMC_CLC_VERSION;
-	memcpy(prop.sysid, nn->sysid, NTBSMC_ID_LEN);
-	memcpy(prop.fabric_id, conn->dev->fabric_id, NTBSMC_ID_LEN);
-	fill_rmb(&prop.rmb, conn);
-	rc = clc_send(&io, &prop, NTBSMC_CLC_PROPOSAL);
-	if (rc)
-		return clc_finish(ctx, conn, rc);
+	prop->version = NTBSMC_CLC_VERSION;
+	memcpy(prop->sysid, nn->sysid, NTBSMC_ID_LEN);
+	memcpy(prop->fabric_id, conn->dev->fabric_id, NTBSMC_ID_LEN);
+	fill_rmb(&prop->rmb, conn);
+	get_random_bytes(prop->nonce, sizeof(prop->nonce));
+	clc_hdr(prop, NTBSMC_CLC_PROPOSAL, sizeof(*prop));
+	clc_mac(keys.peer, &t, NTBSMC_MAC_LABEL_PROPOSAL, CLC_MAC_PROPOSAL, prop->mac);
+	rc = clc_send(&io, prop, NTBSMC_CLC_PROPOSAL);
+	if (rc) {
+		rc = clc_finish(ctx, conn, rc);
+		goto out;
+	}
 	ntbsmc_conn_expose(conn, true);
-	rc = clc_recv(&io, &in, NTBSMC_CLC_ACCEPT);
+	rc = clc_recv(&io, &t.acc, NTBSMC_CLC_ACCEPT);
+	if (rc) {
+		rc = clc_finish(ctx, conn, clc_declined(conn, rc));
+		goto out;
+	}
+	/*
+	 * Only the server on the other end of the link knows our secret. A forged
+	 * ACCEPT is declined before we write into the window it names; the slot
+	 * we offered stays held (clc_finish()), as after any failure once the
+	 * PROPOSAL went out: a relay may have shown it to the real server.
+	 */
+	if (!clc_mac_ok(keys.mine, &t, NTBSMC_MAC_LABEL_ACCEPT, CLC_MAC_ACCEPT)) {
+		rc = clc_finish(ctx, conn, clc_decline(&io, NTBSMC_REASON_AUTH));
+		goto out;
+	}
+	rc = clc_attach(&io, conn, &t.acc.rmb);
 	if (rc)
-		return clc_finish(ctx, conn, clc_declined(conn, rc));
-	rc = clc_attach(&io, conn, &in.acc.rmb);
-	if (rc)
-		return rc;
+		goto out;
 	/*
 	 * Closed meanwhile: no CONFIRM. Attached all the same, so that our ABORT
 	 * reaches the server, which holds its slot until it hears from us.
 	 */
 	if (ntbsmc_sock_dead(ctx))
-		return clc_finish(ctx, conn, -ESHUTDOWN);
-	return clc_finish(ctx, conn, clc_send(&io, &conf, NTBSMC_CLC_CONFIRM));
+		rc = clc_finish(ctx, conn, -ESHUTDOWN);
+	else
+		rc = clc_finish(ctx, conn, clc_send(&io, &conf, NTBSMC_CLC_CONFIRM));
+out:
+	memzero_explicit(&keys, sizeof(keys));
+	return rc;
 }
 
 /* ---- server ---- */
@@ -415,7 +512,7 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
  * The client's first message: our HELLO (an SMC DECLINE with our marker), or a
  * Linux SMC client's PROPOSAL, which is consumed and declined the SMC way.
  */
-static int server_first_message(struct clc_io *io)
+static int server_first_message(struct clc_io *io, struct ntbsmc_smc_decline *hello)
 {
 	struct ntbsmc_smc_decline d;
 	u8 hdr[8];
@@ -438,8 +535,10 @@ static int server_first_message(struct clc_io *io)
 		if (rc)
 			return rc;
 		if (!memcmp(d.id_for_peer, NTBSMC_HELLO_ID, 8) &&
-		    !memcmp(d.trailer, NTBSMC_SMC_EYECATCHER, 4))
-			return 0;			/* our HELLO */
+		    !memcmp(d.trailer, NTBSMC_SMC_EYECATCHER, 4)) {
+			*hello = d;			/* our HELLO */
+			return 0;
+		}
 		return NTBSMC_REASON_PEER_SMC;	/* an SMC client declined */
 	}
 	if (hdr[4] != NTBSMC_SMC_PROPOSAL && hdr[4] != NTBSMC_SMC_DECLINE)
@@ -464,19 +563,65 @@ static int server_first_message(struct clc_io *io)
 	return rc ?: NTBSMC_REASON_PEER_SMC;
 }
 
+/*
+ * A client older than the proof: offered only our version, it declines (reason
+ * version), and we fall back with ours.
+ */
+static int server_legacy_client(struct clc_io *io, const u8 *sysid)
+{
+	struct ntbsmc_clc_hello_ack ack = {
+		.version_min = NTBSMC_CLC_VERSION,
+		.version_max = NTBSMC_CLC_VERSION,
+	};
+	struct ntbsmc_clc_decline dec;
+	int rc;
+
+	memcpy(ack.sysid, sysid, NTBSMC_ID_LEN);
+	rc = clc_send(io, &ack, NTBSMC_CLC_HELLO_ACK);
+	if (rc)
+		return rc;
+	rc = clc_recv(io, &dec, NTBSMC_CLC_DECLINE);
+	return rc == NTBSMC_REASON_DECLINED ? NTBSMC_REASON_AUTH : rc;
+}
+
+/*
+ * The link a PROPOSAL names, or why not. A client only proposes over a link it
+ * found active to us, so a system we have no link to, or an active link to it
+ * on another fabric, is a claim nobody on a link would make.
+ */
+static struct ntbsmc_dev *server_find_link(struct net *net,
+					   const struct ntbsmc_clc_proposal *prop,
+					   int *reason)
+{
+	struct ntbsmc_dev *dev = ntbsmc_dev_find_active(net, prop->fabric_id, prop->sysid);
+
+	if (dev)
+		return dev;
+	dev = ntbsmc_dev_find_active(net, NULL, prop->sysid);
+	if (dev) {
+		ntbsmc_dev_put(dev);
+		*reason = NTBSMC_REASON_AUTH;
+	} else {
+		*reason = ntbsmc_dev_fabrics(net, prop->sysid) ? NTBSMC_REASON_LINK_DOWN :
+							       NTBSMC_REASON_AUTH;
+	}
+	return NULL;
+}
+
 int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 {
 	struct sock *sk = ctx->sk;
 	struct net *net = sock_net(sk);
 	struct ntbsmc_net *nn = ntbsmc_net(net);
-	unsigned long answer_by;
-	struct ntbsmc_clc_hello_ack ack = {};
-	struct ntbsmc_clc_accept acc = {};
+	struct clc_transcript t = {};
+	struct ntbsmc_clc_challenge *chal = &t.chal;
+	struct ntbsmc_clc_accept *acc = &t.acc;
 	union {
-		struct ntbsmc_clc_proposal prop;
 		struct ntbsmc_clc_confirm conf;
 		struct ntbsmc_clc_decline dec;
 	} in;
+	struct ntbsmc_link_keys keys;
+	unsigned long answer_by;
 	struct ntbsmc_conn *conn;
 	struct ntbsmc_dev *dev;
 	struct clc_io io;
@@ -493,8 +638,10 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	if (!tcp_sk(sk)->syn_smc)
 		return READ_ONCE(nn->enabled) ? NTBSMC_REASON_PEER_NO_OFFER :
 						NTBSMC_REASON_DISABLED;
+	if (ntbsmc_fault(NTBSMC_FAULT_RAW_HANDSHAKE, sk))
+		return NTBSMC_REASON_DISABLED;	/* the program speaks for itself */
 
-	rc = server_first_message(&io);
+	rc = server_first_message(&io, &t.hello);
 	if (rc)
 		return rc;
 	/*
@@ -508,45 +655,76 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		    msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms)) / 2;
 	if (time_after(jiffies, answer_by))
 		return NTBSMC_REASON_TIMEOUT;	/* the client gave up or will: silence */
+	if (t.hello.reserved[0] < NTBSMC_CLC_VERSION)
+		return server_legacy_client(&io, nn->sysid);
 
-	ack.version_min = NTBSMC_CLC_VERSION;
-	ack.version_max = NTBSMC_CLC_VERSION;
+	chal->version_min = NTBSMC_CLC_VERSION;
+	chal->version_max = NTBSMC_CLC_VERSION;
 	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_VERSION, sk)) {
-		ack.version_min++;
-		ack.version_max++;
+		chal->version_min++;
+		chal->version_max++;
 	}
-	memcpy(ack.sysid, nn->sysid, NTBSMC_ID_LEN);
-	rc = clc_send(&io, &ack, NTBSMC_CLC_HELLO_ACK);
+	memcpy(chal->sysid, nn->sysid, NTBSMC_ID_LEN);
+	get_random_bytes(chal->nonce, sizeof(chal->nonce));
+	rc = clc_send(&io, chal, NTBSMC_CLC_CHALLENGE);
 	if (rc)
 		return rc;
 
 	io_init(&io, ctx);
-	rc = clc_recv(&io, &in, NTBSMC_CLC_PROPOSAL);
+	rc = clc_recv(&io, &t.prop, NTBSMC_CLC_PROPOSAL);
 	if (rc)
 		return rc;
-	if (in.prop.version != NTBSMC_CLC_VERSION)
-		return clc_decline(&io, NTBSMC_REASON_VERSION);
 	if (ctx->hs_congested)		/* beyond max_handshakes (hs_count()) */
 		return clc_decline(&io, NTBSMC_REASON_CONGESTED);
-	dev = ntbsmc_dev_find_active(net, in.prop.fabric_id, in.prop.sysid);
+	dev = server_find_link(net, &t.prop, &rc);
 	if (!dev)
-		return clc_decline(&io, no_link_reason(net, in.prop.sysid));
+		return clc_decline(&io, rc);
+	if (ntbsmc_dev_link_keys(dev, &keys)) {
+		ntbsmc_dev_put(dev);
+		return clc_decline(&io, NTBSMC_REASON_LINK_DOWN);
+	}
+	/*
+	 * The proof, before anything is allocated for the client or written into
+	 * its window: only a host that reads our link's window knows our secret,
+	 * and our nonce makes every PROPOSAL new.
+	 */
+	if (!clc_mac_ok(keys.mine, &t, NTBSMC_MAC_LABEL_PROPOSAL, CLC_MAC_PROPOSAL)) {
+		ntbsmc_dev_put(dev);
+		rc = clc_decline(&io, NTBSMC_REASON_AUTH);
+		goto out;
+	}
+	if (t.prop.version != NTBSMC_CLC_VERSION) {
+		ntbsmc_dev_put(dev);
+		rc = clc_decline(&io, NTBSMC_REASON_VERSION);
+		goto out;
+	}
 	conn = ntbsmc_conn_alloc(dev, sk);
 	ntbsmc_dev_put(dev);
-	if (IS_ERR(conn))
-		return clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
+	if (IS_ERR(conn)) {
+		rc = clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
+		goto out;
+	}
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ATTACH_DELAY, sk);
-	rc = clc_attach(&io, conn, &in.prop.rmb);
+	rc = clc_attach(&io, conn, &t.prop.rmb);
 	if (rc)
-		return rc;
+		goto out;
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ACCEPT_DELAY, sk);
-	fill_rmb(&acc.rmb, conn);
-	rc = clc_send(&io, &acc, NTBSMC_CLC_ACCEPT);
-	if (rc)
-		return clc_finish(ctx, conn, rc);
+	fill_rmb(&acc->rmb, conn);
+	clc_hdr(acc, NTBSMC_CLC_ACCEPT, sizeof(*acc));
+	clc_mac(keys.peer, &t, NTBSMC_MAC_LABEL_ACCEPT, CLC_MAC_ACCEPT, acc->mac);
+	rc = clc_send(&io, acc, NTBSMC_CLC_ACCEPT);
+	if (rc) {
+		rc = clc_finish(ctx, conn, rc);
+		goto out;
+	}
 	ntbsmc_conn_expose(conn, true);
-	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_CONFIRM_LOST, sk))
-		return clc_finish(ctx, conn, -ETIMEDOUT);
+	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_CONFIRM_LOST, sk)) {
+		rc = clc_finish(ctx, conn, -ETIMEDOUT);
+		goto out;
+	}
 	rc = clc_recv(&io, &in, NTBSMC_CLC_CONFIRM);
-	return clc_finish(ctx, conn, clc_declined(conn, rc));
+	rc = clc_finish(ctx, conn, clc_declined(conn, rc));
+out:
+	memzero_explicit(&keys, sizeof(keys));
+	return rc;
 }

@@ -303,6 +303,8 @@ static void dev_start_bringup(struct ntbsmc_dev *dev)
 	do {
 		dev->epoch = get_random_u32();
 	} while (!dev->epoch);
+	/* a secret per epoch: what the peer learnt of the last one proves nothing */
+	get_random_bytes(dev->secret, sizeof(dev->secret));
 	spin_lock_irq(&dev->slot_lock);
 	dev->nslots = min_t(size_t, NTBSMC_SLOT_MAX,
 			    (min(dev->win_size, dev->peer_win_size) - NTBSMC_RMB_OFFSET) /
@@ -372,12 +374,50 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	 * would make post_event() believe the peer is still draining and not ring.
 	 */
 	WRITE_ONCE(win_hdr(dev)->ev_cons, 0);
-	/* Our writes into the peer's window start from a clean header. */
+	/*
+	 * Our writes into the peer's window start from a clean header: the peer
+	 * cleared it before it wrote the scratchpads we read, so nothing of ours
+	 * lands before that. The secret goes first, the epoch that validates it
+	 * (ntbsmc_dev_link_keys()) last.
+	 */
+	memcpy_toio(peer_hdr(dev)->secret, dev->secret, sizeof(dev->secret));
 	iowrite32(NTBSMC_WIN_MAGIC, &peer_hdr(dev)->magic);
+	wmb();
 	iowrite32(dev->epoch, &peer_hdr(dev)->epoch);
 	WRITE_ONCE(dev->state, NTBSMC_DEV_ACTIVE);
 	dev_info(&ntb->dev, "ntbsmc: link active, peer system %*phN, %u KiB of buffers\n",
 		 NTBSMC_ID_LEN, sysid, dev->nslots * (NTBSMC_RMB_UNIT >> 10));
+}
+
+/*
+ * The two secrets of the link's current epoch, for the handshake's proof of NTB
+ * presence (clc.c): ours, which keys what the peer proves, and the one the peer
+ * wrote into our window, which keys what we prove. -ENOLINK until the link is
+ * active and the peer's secret of its current epoch is there.
+ */
+int ntbsmc_dev_link_keys(struct ntbsmc_dev *dev, struct ntbsmc_link_keys *keys)
+{
+	const struct ntbsmc_win_hdr *h = win_hdr(dev);
+	int rc = -ENOLINK;
+
+	mutex_lock(&dev->lock);
+	if (dev->state != NTBSMC_DEV_ACTIVE ||
+	    le32_to_cpu(READ_ONCE(h->epoch)) != dev->peer_epoch)
+		goto out;
+	/* written before the epoch that validates it, read after it */
+	rmb();
+	memcpy(keys->peer, h->secret, sizeof(keys->peer));
+	rmb();
+	if (le32_to_cpu(READ_ONCE(h->epoch)) != dev->peer_epoch ||
+	    !memchr_inv(keys->peer, 0, sizeof(keys->peer)))
+		goto out;
+	memcpy(keys->mine, dev->secret, sizeof(keys->mine));
+	rc = 0;
+out:
+	mutex_unlock(&dev->lock);
+	if (rc)
+		memzero_explicit(keys, sizeof(*keys));
+	return rc;
 }
 
 static void dev_bringup_work(struct work_struct *work)
@@ -687,8 +727,9 @@ int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn, u32 wa
 	dev->free_units -= units;
 	dev->rmbs++;
 	conn->my_slot = slot;
+	/* random: a value nobody can predict from the tokens it saw */
 	do {
-		conn->my_token = ++dev->next_token;
+		conn->my_token = get_random_u32();
 	} while (!conn->my_token);
 	conn->epoch = dev->epoch;
 	conn->rmb_size = units * NTBSMC_RMB_UNIT;

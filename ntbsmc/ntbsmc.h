@@ -157,6 +157,8 @@ struct ntbsmc_dev {
 	enum ntbsmc_dev_state state;
 	u32 epoch, peer_epoch;
 	u8 peer_sysid[NTBSMC_ID_LEN];
+	/* ours for this epoch, in the peer's window header; under lock */
+	u8 secret[NTBSMC_SECRET_LEN];
 
 	/* Inbound window: written by the peer, read here */
 	void *win;
@@ -177,7 +179,6 @@ struct ntbsmc_dev {
 	atomic_t orphans;		/* of those, closed: waiting for the peer */
 	unsigned long *slot_map;	/* units in use */
 	struct ntbsmc_conn __rcu **conns;	/* by local slot */
-	u32 next_token;
 	bool removed;			/* ntbsmc_remove() ran; under slot_lock */
 
 	/* Events: posting into the peer's ring, draining ours */
@@ -215,6 +216,14 @@ void ntbsmc_dev_put(struct ntbsmc_dev *dev);
 struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
 					  const u8 *peer_sysid);
 int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid);
+
+/* A link's secrets (wire.h, "Proof of NTB presence"); wiped after use. */
+struct ntbsmc_link_keys {
+	u8 mine[NTBSMC_SECRET_LEN];	/* keys the peer's MAC */
+	u8 peer[NTBSMC_SECRET_LEN];	/* keys ours */
+};
+
+int ntbsmc_dev_link_keys(struct ntbsmc_dev *dev, struct ntbsmc_link_keys *keys);
 void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot);
 int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn, u32 want);
 void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);

@@ -5,6 +5,7 @@
 
 #include <linux/types.h>
 #include <linux/build_bug.h>
+#include <linux/stddef.h>
 #include <linux/sizes.h>
 
 /*
@@ -39,7 +40,14 @@ struct ntbsmc_win_hdr {
 	__le32 ev_overflow;	/* bumped when the ring was full: owner rescans */
 	/* How far the writer consumed the owner's events in the writer's window */
 	__le32 ev_cons;
-	__le32 pad[11];
+	/*
+	 * The writer's link secret of this epoch (version 4): random, written once
+	 * before @epoch, never sent anywhere else. Only a host that reads this
+	 * window across the NTB link knows it: the key of the writer's handshake
+	 * MACs (clc.c). All zero: the writer has not written it (yet).
+	 */
+	u8 secret[32];
+	__le32 pad[3];
 	__le16 ev[NTBSMC_EV_RING];
 };
 
@@ -71,6 +79,7 @@ struct ntbsmc_slot {
 };
 
 static_assert(sizeof(struct ntbsmc_win_hdr) <= NTBSMC_SLOT_OFFSET);
+static_assert(offsetof(struct ntbsmc_win_hdr, ev) == 64);
 static_assert(sizeof(struct ntbsmc_slot) == 64);
 
 /* Where slot @slot's control block and RMB are in a window: the layout at the top. */
@@ -113,9 +122,10 @@ enum {
  *
  *   client                                    server
  *   HELLO (a valid SMC-R v1 CLC DECLINE) -->
- *                                         <-- HELLO_ACK (server system, versions)
- *   PROPOSAL (system, fabric, RMB)       -->
- *                                         <-- ACCEPT (RMB) | DECLINE (reason)
+ *                                         <-- CHALLENGE (server system, nonce)
+ *   PROPOSAL (system, fabric, RMB,
+ *             nonce, MAC)                -->
+ *                                         <-- ACCEPT (RMB, MAC) | DECLINE (reason)
  *   CONFIRM | DECLINE (reason)           -->
  *
  * The client's first message is a well-formed SMC-R CLC DECLINE carrying the
@@ -125,6 +135,29 @@ enum {
  * client sends an SMC PROPOSAL first; the server consumes it, answers with an SMC
  * DECLINE and both fall back. Our own messages are framed with a magic, a type, a
  * version and an exact length per type, and a trailer.
+ *
+ * Proof of NTB presence (version 4). At every link epoch each side writes a fresh
+ * random secret into the header of its peer's window (ntbsmc_win_hdr.secret):
+ * only a host that reads that window across the NTB link learns it. A side's
+ * handshake MAC is keyed by the secret its peer wrote there, and covers every byte
+ * of the handshake up to the MAC itself, both nonces included:
+ *
+ *   PROPOSAL.mac = MAC(server's secret, "ntbsmc4P" HELLO CHALLENGE PROPOSAL[..mac])
+ *   ACCEPT.mac   = MAC(client's secret, "ntbsmc4A" HELLO CHALLENGE PROPOSAL
+ *                                                   ACCEPT[..mac])
+ *
+ * MAC(k, m) is SipHash-2-4(k[0..15], m) || SipHash-2-4(k[16..31], m), each
+ * little endian: 128 bits under two independent keys. The server checks the
+ * PROPOSAL before it allocates or writes anything; the client checks the ACCEPT
+ * before it writes into the server's window. Neither nonce repeats, so a
+ * recorded handshake proves nothing the second time.
+ *
+ * Versions. A version-4 client says so in its HELLO (reserved[0]); a server of
+ * version 3 or older ignores that and answers with a HELLO_ACK, which the client
+ * declines (reason auth). A version-4 server answers an older client's HELLO with
+ * a HELLO_ACK that offers only version 4, which that client declines (reason
+ * version; the server counts it as auth). CHALLENGE, and the PROPOSAL and ACCEPT
+ * of version 4, are sent only between two version-4 ends.
  */
 #define NTBSMC_SMC_EYECATCHER	"\xe2\xd4\xc3\xd9"	/* "SMCR" in EBCDIC */
 #define NTBSMC_SMC_PROPOSAL	0x01
@@ -142,7 +175,7 @@ struct ntbsmc_smc_decline {
 	u8 id_for_peer[8];
 	__be32 peer_diagnosis;
 	u8 os_type;
-	u8 reserved[3];
+	u8 reserved[3];		/* ours: [0] the highest version a HELLO's client speaks */
 	u8 trailer[4];
 } __packed;
 
@@ -153,19 +186,25 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
 /*
  * The header's version is that of the framing, which every version keeps, so
  * that two ends of different versions read each other's HELLO_ACK and DECLINE.
- * The protocol version is negotiated in HELLO_ACK (the server's range) and stated
- * in PROPOSAL. Version 2: RMBs of any size, placed by slot. Version 3: the
- * DETACHED flag.
+ * Version 2: RMBs of any size, placed by slot. Version 3: the DETACHED flag.
+ * Version 4: the proof of NTB presence; no older version is spoken.
  */
 #define NTBSMC_CLC_FRAME_VERSION	1
-#define NTBSMC_CLC_VERSION	3
+#define NTBSMC_CLC_VERSION	4
+
+#define NTBSMC_NONCE_LEN	16
+#define NTBSMC_MAC_LEN		16
+#define NTBSMC_SECRET_LEN	32
+#define NTBSMC_MAC_LABEL_PROPOSAL	"ntbsmc4P"
+#define NTBSMC_MAC_LABEL_ACCEPT		"ntbsmc4A"
 
 enum ntbsmc_clc_type {
-	NTBSMC_CLC_HELLO_ACK = 1,
+	NTBSMC_CLC_HELLO_ACK = 1,	/* to a client older than version 4 */
 	NTBSMC_CLC_PROPOSAL,
 	NTBSMC_CLC_ACCEPT,
 	NTBSMC_CLC_CONFIRM,
 	NTBSMC_CLC_DECLINE,
+	NTBSMC_CLC_CHALLENGE,		/* version 4's answer to HELLO */
 };
 
 struct ntbsmc_clc_hdr {
@@ -188,6 +227,16 @@ struct ntbsmc_clc_hello_ack {
 	struct ntbsmc_clc_trailer trl;
 } __packed;
 
+struct ntbsmc_clc_challenge {
+	struct ntbsmc_clc_hdr hdr;
+	u8 version_min;
+	u8 version_max;
+	u8 reserved[2];
+	u8 sysid[16];
+	u8 nonce[NTBSMC_NONCE_LEN];
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
 /* The RMB a side offers: its slot (first unit) in its window, token, size. */
 struct ntbsmc_clc_rmb {
 	__be32 slot;
@@ -203,12 +252,15 @@ struct ntbsmc_clc_proposal {
 	u8 sysid[16];
 	u8 fabric_id[16];
 	struct ntbsmc_clc_rmb rmb;
+	u8 nonce[NTBSMC_NONCE_LEN];
+	u8 mac[NTBSMC_MAC_LEN];
 	struct ntbsmc_clc_trailer trl;
 } __packed;
 
 struct ntbsmc_clc_accept {
 	struct ntbsmc_clc_hdr hdr;
 	struct ntbsmc_clc_rmb rmb;
+	u8 mac[NTBSMC_MAC_LEN];
 	struct ntbsmc_clc_trailer trl;
 } __packed;
 
@@ -222,6 +274,11 @@ struct ntbsmc_clc_decline {
 	__be32 reason;		/* enum ntbsmc_reason */
 	struct ntbsmc_clc_trailer trl;
 } __packed;
+
+static_assert(sizeof(struct ntbsmc_clc_hello_ack) == 32);
+static_assert(sizeof(struct ntbsmc_clc_challenge) == 48);
+static_assert(sizeof(struct ntbsmc_clc_proposal) == 96);
+static_assert(sizeof(struct ntbsmc_clc_accept) == 44);
 
 #define NTBSMC_CLC_MAX_LEN	sizeof(struct ntbsmc_clc_proposal)
 

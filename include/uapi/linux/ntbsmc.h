@@ -67,6 +67,9 @@ enum ntbsmc_mode {
  * @NTBSMC_REASON_CONGESTED: the server had net.ntbsmc.max_handshakes handshakes
  *	running and answered the SYN without the offer (the client sees
  *	%NTBSMC_REASON_PEER_NO_OFFER)
+ * @NTBSMC_REASON_AUTH: the peer did not prove that it reads this link's NTB
+ *	windows (a forged, replayed or altered handshake), or speaks a protocol
+ *	version without that proof
  */
 enum ntbsmc_reason {
 	NTBSMC_REASON_NONE,
@@ -85,6 +88,7 @@ enum ntbsmc_reason {
 	NTBSMC_REASON_PEER_CLOSED,
 	NTBSMC_REASON_DISCONNECTED,
 	NTBSMC_REASON_CONGESTED,
+	NTBSMC_REASON_AUTH,
 
 	__NTBSMC_REASON_MAX
 };
