@@ -6,7 +6,7 @@
  *   xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]
  *                         [--seed S] [--allow-reset] [--hold FILE]
  *                         [--offset N] [--random-writes] [--munmap-ms MS]
- *                         [--fork-ms MS]
+ *                         [--fork-ms MS] [--pace-ms MS]
  *
  * The client sends --bytes of pseudo-random data (with --both the server sends as
  * much back at the same time). The data is a function of the seed, the direction
@@ -32,7 +32,10 @@
  * --fork-ms likewise sends from one mapping, and another thread forks MS
  * milliseconds later: the child writes over all of its copy of the mapping and
  * exits. The peer must still get the parent's bytes ("fork_during_send" says
- * whether the fork came before send() returned).
+ * whether the fork came before send() returned). --pace-ms sleeps MS milliseconds
+ * after each write (on either side, for its own direction): a stream that lasts
+ * while a test does something else beside it. A receiver reports the longest
+ * time it waited for a byte ("max_gap_ms"): a stall that ended is still seen.
  *
  * Sockets time out after 120 s, the client retries a refused connect for 30 s:
  * nothing waits without a bound.
@@ -81,7 +84,7 @@
 static struct {
 	bool server, ulp, smc, both, allow_reset, random_writes;
 	const char *addr, *port, *seed, *hold;
-	uint64_t bytes, offset, munmap_ms, fork_ms;
+	uint64_t bytes, offset, munmap_ms, fork_ms, pace_ms;
 	size_t write_size;
 	unsigned long conns;
 } opt = {
@@ -93,6 +96,7 @@ static struct {
 
 static double connected_at;	/* when the current connection was established */
 static double connect_secs;	/* client: how long its connect() took (handshake included) */
+static double max_gap;		/* receiver: the longest wait for a byte, seconds */
 
 static double now(void)
 {
@@ -317,6 +321,9 @@ static void *send_stream(void *arg)
 		fill(s->seed, off, buf, n);
 		send_all(s->fd, buf, n, "send");
 		off += n;
+		if (opt.pace_ms)
+			nanosleep(&(struct timespec){ opt.pace_ms / 1000,
+						      opt.pace_ms % 1000 * 1000000 }, NULL);
 	}
 	s->sent = off;
 	free(base);
@@ -328,13 +335,19 @@ static struct verdict recv_stream(int fd, uint64_t seed, uint64_t bytes)
 {
 	unsigned char *buf = malloc(CHUNK), *want = malloc(CHUNK);
 	struct verdict v = { 0, NO_ERROR };
+	double last = now();
 
+	max_gap = 0;
 	if (!buf || !want)
 		die("malloc");
 	while (v.received < bytes) {
 		size_t len = bytes - v.received < CHUNK ? bytes - v.received : CHUNK;
 		ssize_t n = recv(fd, buf, len, 0);
+		double t = now();
 
+		if (t - last > max_gap)
+			max_gap = t - last;
+		last = t;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -481,7 +494,8 @@ static bool session(int fd, const char *seed_text)
 	secs = now() - t0;
 	printf("{\"outcome\": \"ok\", \"intact\": %s, ", ok ? "true" : "false");
 	if (receiving)
-		printf("\"received\": %" PRIu64 ", ", got.received);
+		printf("\"received\": %" PRIu64 ", \"max_gap_ms\": %.0f, ", got.received,
+		       max_gap * 1000);
 	if (got.first_bad != NO_ERROR)
 		printf("\"first_bad\": %" PRIu64 ", ", got.first_bad);
 	if (sending && back.first_bad != NO_ERROR)
@@ -546,7 +560,7 @@ static void __attribute__((noreturn)) usage(void)
 		"       xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]\n"
 		"                             [--seed S] [--allow-reset] [--hold FILE]\n"
 		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n"
-		"                             [--fork-ms MS]\n");
+		"                             [--fork-ms MS] [--pace-ms MS]\n");
 	exit(2);
 }
 
@@ -586,6 +600,9 @@ static void parse_args(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--munmap-ms") && parse_u64(val, 60000, &v) && v) {
 			opt.munmap_ms = v;
+			i++;
+		} else if (!strcmp(a, "--pace-ms") && parse_u64(val, 10000, &v)) {
+			opt.pace_ms = v;
 			i++;
 		} else if (!strcmp(a, "--fork-ms") && parse_u64(val, 60000, &v) && v) {
 			opt.fork_ms = v;
