@@ -1,0 +1,213 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Only the NTB peer can attach. A hostile host, namespace "atk" beside host a:
+# TCP reach to both hosts (a veth into host a, which routes for it), no NTB
+# port. It speaks the handshake by hand (ulp/forge, on sockets whose kernel
+# handshake the test build's fault point raw_handshake turns off) while two
+# connections from host b to host a stream bytes checked by xfer both ways over
+# NTB: one relayed through atk, so that it saw that handshake, and one it never
+# saw.
+#   - The relay: its faithful copy of the honest handshake runs over NTB (the
+#     tool speaks the protocol right; an honest relay gains nothing a TCP proxy
+#     would not have).
+#   - Against host a's server: PROPOSALs that claim to be host b and name the
+#     relayed connection's slot and slots 0, 32, ... 480; the recorded
+#     handshake replayed; each field and length of it mutated; a version-3
+#     client. Every one is refused (declined auth, or reset where the framing
+#     is broken), none is accepted, no connection of host a ran over NTB.
+#   - Against host b's client: a forged server that claims to be host a and
+#     names host a's side of the relayed connection; the recorded answers
+#     replayed; a version-3 server. Host b's client falls back with reason auth.
+#   - Both live connections: every byte, over NTB, no wait for a byte over 5 s,
+#     no reset, still streaming when the attacks ended; nothing aborted.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+ATK=atk
+GW=10.78.0.1
+ATK_NET=10.78.0.0/24
+LISTEN_IP=10.78.0.2	# the relay's listener
+CLIENT_IP=10.78.0.3	# the relay's and the forged clients' sockets
+FSRV_IP=10.78.0.4	# the forged server's listener
+RAW_PORT=6210		# every socket of atk's: raw_handshake's (local) port
+FORGE=$REPO/selftests/ulp/forge
+
+cleanup() {
+	fault_clear
+	ip netns del $ATK 2>/dev/null
+	if [ -e /run/netns/b ]; then
+		ip -n b route del $ATK_NET 2>/dev/null
+	else
+		ip route del $ATK_NET 2>/dev/null
+	fi
+	ulp_cleanup
+}
+
+test_phases ulp_setup cleanup "$@"
+
+need_faults
+ulp_wait_active
+live1=6201 live2=6204 sink=6205
+
+# atk CMD...: runs CMD in the hostile namespace; execs in a subshell of its own,
+# as inns does, so that $! is CMD's pid.
+atk() {
+	[ "$BASHPID" != $$ ] && exec ip netns exec $ATK "$@"
+	ip netns exec $ATK "$@"
+}
+
+if [ "$ROLE" = a ]; then
+	ip netns add $ATK
+	inns ip link add vgw type veth peer name vatk netns $ATK
+	inns ip addr add $GW/24 dev vgw
+	inns ip link set vgw up
+	inns sysctl -qw net.ipv4.ip_forward=1
+	atk ip link set lo up
+	atk ip link set vatk up
+	for ip in $LISTEN_IP $CLIENT_IP $FSRV_IP; do
+		atk ip addr add $ip/24 dev vatk
+	done
+	atk ip route add default via $GW
+	fault_set raw_handshake -1 0 $RAW_PORT
+else
+	inns ip route add $ATK_NET via "$PEER_IP"
+fi
+barrier atk-ready
+
+# The live connections: paced, so that they stream for minutes whatever the
+# attacks take; the relay records the handshake of the first.
+STREAM="--ulp --both --bytes 50331648 --write-size 32768 --pace-ms 60"
+rec=$WORK/rec
+if [ "$ROLE" = a ]; then
+	mkdir -p "$rec"
+	inns "$XFER" server "$MY_IP" $live1 --ulp --pace-ms 60 >"$WORK/live1.json" &
+	s1=$!
+	inns "$XFER" server "$MY_IP" $live2 --ulp --pace-ms 60 >"$WORK/live2.json" &
+	s2=$!
+	atk "$FORGE" relay $LISTEN_IP $RAW_PORT "$MY_IP" $live1 --bind-addr $CLIENT_IP \
+		--bind-port $RAW_PORT --record "$rec" >"$WORK/relay.json" &
+	relay=$!
+	wait_for 90 "servers" pid_listening $s1 $live1
+	wait_for 90 "servers" pid_listening $s2 $live2
+	wait_for 90 "relay" pid_listening $relay $RAW_PORT
+	barrier live-listening
+else
+	barrier live-listening
+	inns "$XFER" client $LISTEN_IP $RAW_PORT $STREAM >"$WORK/live1.json" &
+	c1=$!
+	inns "$XFER" client "$PEER_IP" $live2 $STREAM >"$WORK/live2.json" &
+	c2=$!
+	wait_for 120 "the relayed connection over NTB" ntb_conn_to $RAW_PORT
+	wait_for 120 "the direct connection over NTB" ntb_conn_to $live2
+fi
+barrier live-running
+stats
+ntb0=$(stat_of conn_ntb) aborts0=$(stat_of aborts)
+
+# summary FILE KIND: the forge summary line of attack KIND.
+summary() {
+	grep "\"attack\": \"$2\", \"attempts\"" "$1" | tail -1
+}
+
+# recorded: the relay saw the honest handshake up to the server's ACCEPT, in
+# version 4 (HELLO 28 and PROPOSAL 96; CHALLENGE 48, ACCEPT 44) or, on old
+# code, version 3 (28 and 64; HELLO_ACK 32, ACCEPT 28).
+recorded() {
+	[ "$(stat -c %s "$rec/c2s" 2>/dev/null || echo 0)" -ge $((28 + 64)) ] &&
+		[ "$(stat -c %s "$rec/s2c" 2>/dev/null || echo 0)" -ge $((32 + 28)) ]
+}
+
+if [ "$ROLE" = a ]; then
+	wait_for 60 "the relay's recording" recorded
+	inns "$FORGE" sink "$MY_IP" $sink >"$WORK/sink.json" &
+	sk=$!
+	wait_for 90 "sink" pid_listening $sk $sink
+	for kind in claim replay mutate legacy; do
+		atk "$FORGE" client "$MY_IP" $sink --bind-addr $CLIENT_IP --bind-port $RAW_PORT \
+			--record "$rec" --attack $kind --slots 16 --slot-step 32 >"$WORK/$kind.json" ||
+			check "forge client $kind failed: $(tail -3 "$WORK/$kind.json")" false
+		s=$(summary "$WORK/$kind.json" $kind)
+		log "against the server, $kind: $s"
+		grep -q '"result": "accepted"' "$WORK/$kind.json" &&
+			log "ACCEPTED: $(grep '"result": "accepted"' "$WORK/$kind.json")"
+		n=$(jfield "$s" attempts)
+		check "$kind: $(jfield "$s" accepted) of $n forged PROPOSALs accepted" \
+			[ "$(jfield "$s" accepted)" = 0 ]
+		check "$kind: no attempt made ($s)" [ "${n:-0}" -gt 0 ]
+		case $kind in
+		claim | replay)
+			check "$kind: $(jfield "$s" declined_auth) of $n declined with auth" \
+				[ "$(jfield "$s" declined_auth)" = "$n" ] ;;
+		*)
+			check "$kind: $(jfield "$s" declined_other) declined for another reason" \
+				[ "$(jfield "$s" declined_other)" = 0 ] ;;
+		esac
+	done
+	# The server's own view: nothing it accepted ran over NTB.
+	ntb=$(grep -m1 '"mode": "ntb"' "$WORK/sink.json")
+	check "sink: a forged connection ran over NTB: $ntb" [ -z "$ntb" ]
+	auth=$(fb_server auth)
+	check "server fallbacks with reason auth: $auth" [ "${auth/missing/0}" -ge 20 ]
+	barrier server-attacked 300
+
+	# A forged server for host b's honest client.
+	for kind in claim replay legacy; do
+		count=$([ $kind = legacy ] && echo 1 || echo 3)
+		atk "$FORGE" server $FSRV_IP $RAW_PORT --record "$rec" --attack $kind \
+			--count "$count" >"$WORK/fsrv-$kind.json" &
+		f=$!
+		wait_for 90 "forged server" pid_listening $f $RAW_PORT
+		put fsrv-$kind "$count"
+		barrier fsrv-$kind-done 300
+		wait $f || check "forge server $kind failed: $(tail -3 "$WORK/fsrv-$kind.json")" false
+		s=$(summary "$WORK/fsrv-$kind.json" $kind)
+		log "against the client, $kind: $s"
+		check "forged server $kind: $(jfield "$s" accepted) accepted" \
+			[ "$(jfield "$s" accepted)" = 0 ]
+	done
+	kill $sk 2>/dev/null
+else
+	barrier server-attacked 300
+	for kind in claim replay legacy; do
+		count=$(get fsrv-$kind)
+		for i in $(seq "$count"); do
+			out=$(inns "$FORGE" probe $FSRV_IP $RAW_PORT | tail -1)
+			log "forged server $kind $i: $out"
+			check "forged server $kind $i: client $(jfield "$out" mode)/$(jfield "$out" reason), want tcp/auth" \
+				[ "$(jfield "$out" mode)/$(jfield "$out" reason)" = tcp/auth ]
+		done
+		barrier fsrv-$kind-done 300
+	done
+	re='"fallback_client": *\{[^}]*"auth": *([0-9]+)'
+	[[ $(cli -j stats) =~ $re ]] && auth=${BASH_REMATCH[1]} || auth=0
+	check "client fallbacks with reason auth: $auth, want 7" [ "$auth" -ge 7 ]
+	check "the live streams ended before the attacks did (pace them longer)" \
+		kill -0 $c1 $c2
+fi
+barrier attacks-done
+
+# Nothing forged ran over NTB, nothing was aborted, on either host.
+stats
+check "connections over NTB during the attacks: $(($(stat_of conn_ntb) - ntb0))" \
+	[ "$(stat_of conn_ntb)" = "$ntb0" ]
+check "connections aborted: $(($(stat_of aborts) - aborts0))" [ "$(stat_of aborts)" = "$aborts0" ]
+
+if [ "$ROLE" = a ]; then
+	wait $s1 || check "live server 1 failed: $(cat "$WORK/live1.json")" false
+	wait $s2 || check "live server 2 failed: $(cat "$WORK/live2.json")" false
+	wait $relay
+	log "relay: $(tail -1 "$WORK/relay.json")"
+else
+	wait $c1 || check "live client 1 failed: $(cat "$WORK/live1.json")" false
+	wait $c2 || check "live client 2 failed: $(cat "$WORK/live2.json")" false
+fi
+for l in live1 live2; do
+	out=$(tail -1 "$WORK/$l.json")
+	log "$l: $out"
+	check "$l: outcome $(jfield "$out" outcome) mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
+		[ "$(jfield "$out" outcome)/$(jfield "$out" mode)/$(jfield "$out" intact)" = ok/ntb/true ]
+	gap=$(jfield "$out" max_gap_ms)
+	check "$l: waited $gap ms for a byte" [ "${gap/missing/99999}" -lt 5000 ]
+done
+barrier done
+checked
