@@ -286,6 +286,18 @@ static bool clc_mac_ok(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t
 	return ok;
 }
 
+/*
+ * Sends @msg, the transcript's last message, of @type, with its MAC at @mac_off
+ * in @t under @key: framed first, since the MAC covers the header too.
+ */
+static int clc_send_mac(struct clc_io *io, struct clc_transcript *t, void *msg, u8 type,
+			const u8 key[NTBSMC_SECRET_LEN], const char *label, size_t mac_off)
+{
+	clc_hdr(msg, type, clc_len(type));
+	clc_mac(key, t, label, mac_off, (u8 *)t + mac_off);
+	return clc_send(io, msg, type);
+}
+
 /* No usable link to @peer_sysid: why, as a reason. */
 static int no_link_reason(struct net *net, const u8 *peer_sysid)
 {
@@ -375,8 +387,9 @@ static void smc_decline(struct ntbsmc_smc_decline *d, const char *id)
  */
 static int client_wait_answer(struct clc_io *io, void *msg)
 {
-	static const u8 magic[] = NTBSMC_CLC_MAGIC;
-	u8 got[6];
+	/* magic, type (either answer: tested apart), framing version */
+	static const u8 prefix[] = { 'N', 'T', 'B', 'S', 0, NTBSMC_CLC_FRAME_VERSION };
+	u8 got[sizeof(prefix)];
 	int n, i, rc;
 
 	/*
@@ -395,10 +408,11 @@ static int client_wait_answer(struct clc_io *io, void *msg)
 		if (rc)
 			return rc;
 		for (i = 0; i < n; i++) {
-			if (i < 4 ? got[i] != magic[i] :
-			    i == 4 ? got[i] != NTBSMC_CLC_CHALLENGE &&
-				     got[i] != NTBSMC_CLC_HELLO_ACK :
-			    got[i] != NTBSMC_CLC_FRAME_VERSION)
+			bool ours = i == 4 ? got[i] == NTBSMC_CLC_CHALLENGE ||
+					     got[i] == NTBSMC_CLC_HELLO_ACK :
+					     got[i] == prefix[i];
+
+			if (!ours)
 				return NTBSMC_REASON_PEER_SMC;
 		}
 	}
@@ -467,9 +481,8 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	memcpy(prop->fabric_id, conn->dev->fabric_id, NTBSMC_ID_LEN);
 	fill_rmb(&prop->rmb, conn);
 	get_random_bytes(prop->nonce, sizeof(prop->nonce));
-	clc_hdr(prop, NTBSMC_CLC_PROPOSAL, sizeof(*prop));
-	clc_mac(keys.peer, &t, NTBSMC_MAC_LABEL_PROPOSAL, CLC_MAC_PROPOSAL, prop->mac);
-	rc = clc_send(&io, prop, NTBSMC_CLC_PROPOSAL);
+	rc = clc_send_mac(&io, &t, prop, NTBSMC_CLC_PROPOSAL, keys.peer,
+			  NTBSMC_MAC_LABEL_PROPOSAL, CLC_MAC_PROPOSAL);
 	if (rc) {
 		rc = clc_finish(ctx, conn, rc);
 		goto out;
@@ -710,9 +723,8 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		goto out;
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ACCEPT_DELAY, sk);
 	fill_rmb(&acc->rmb, conn);
-	clc_hdr(acc, NTBSMC_CLC_ACCEPT, sizeof(*acc));
-	clc_mac(keys.peer, &t, NTBSMC_MAC_LABEL_ACCEPT, CLC_MAC_ACCEPT, acc->mac);
-	rc = clc_send(&io, acc, NTBSMC_CLC_ACCEPT);
+	rc = clc_send_mac(&io, &t, acc, NTBSMC_CLC_ACCEPT, keys.peer,
+			  NTBSMC_MAC_LABEL_ACCEPT, CLC_MAC_ACCEPT);
 	if (rc) {
 		rc = clc_finish(ctx, conn, rc);
 		goto out;
