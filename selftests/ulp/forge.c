@@ -1211,8 +1211,12 @@ static enum got read_answer(int fd, uint8_t *msg, struct result *r)
 	return not_expected(msg, len, r);
 }
 
-/* What the server made of our PROPOSAL. */
-static enum got read_verdict(int fd, struct result *r)
+/*
+ * Reads one message: WANT if it is of TYPE and LEN1 or LEN2 bytes long (LEN1 0:
+ * any length), else what not_expected() makes of it.
+ */
+static enum got read_typed(int fd, uint8_t type, size_t len1, size_t len2, enum got want,
+			   struct result *r)
 {
 	uint8_t msg[CLC_MAX_LEN];
 	const struct clc_hdr *h = (const struct clc_hdr *)msg;
@@ -1221,9 +1225,16 @@ static enum got read_verdict(int fd, struct result *r)
 
 	if (g != GOT_MSG)
 		return g;
-	if (h->type == ACCEPT && (len == sizeof(struct accept) || len == sizeof(struct accept_v3)))
-		return GOT_ACCEPTED;
+	if (h->type == type && (!len1 || len == len1 || len == len2))
+		return want;
 	return not_expected(msg, len, r);
+}
+
+/* What the server made of our PROPOSAL. */
+static enum got read_verdict(int fd, struct result *r)
+{
+	return read_typed(fd, ACCEPT, sizeof(struct accept), sizeof(struct accept_v3),
+			  GOT_ACCEPTED, r);
 }
 
 /* The client's side of a handshake by plan P on FD, as far as the server lets it go. */
@@ -1399,29 +1410,14 @@ static bool is_hello(const uint8_t *msg)
 /* The client's PROPOSAL (GOT_MSG), or its DECLINE. */
 static enum got read_proposal(int fd, struct result *r)
 {
-	uint8_t msg[CLC_MAX_LEN];
-	const struct clc_hdr *h = (const struct clc_hdr *)msg;
-	size_t len;
-	enum got g = read_msg(fd, msg, &len, now() + IO_S);
-
-	if (g != GOT_MSG || h->type == PROPOSAL)
-		return g;
-	return not_expected(msg, len, r);
+	return read_typed(fd, PROPOSAL, 0, 0, GOT_MSG, r);
 }
 
 /* The client's answer to our ACCEPT: CONFIRM means it took the forgery. */
 static enum got read_confirm(int fd, struct result *r)
 {
-	uint8_t msg[CLC_MAX_LEN];
-	const struct clc_hdr *h = (const struct clc_hdr *)msg;
-	size_t len;
-	enum got g = read_msg(fd, msg, &len, now() + IO_S);
-
-	if (g != GOT_MSG)
-		return g;
-	if (h->type == CONFIRM && len == sizeof(struct confirm))
-		return GOT_ACCEPTED;
-	return not_expected(msg, len, r);
+	return read_typed(fd, CONFIRM, sizeof(struct confirm), sizeof(struct confirm),
+			  GOT_ACCEPTED, r);
 }
 
 /*
