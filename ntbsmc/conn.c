@@ -39,6 +39,7 @@ static u32 conn_rmb_want(struct sock *sk)
 
 static void conn_maybe_release(struct ntbsmc_conn *conn);
 static void conn_recheck(struct timer_list *t);
+static void conn_want_late_init(struct ntbsmc_conn *conn);
 
 /* Resets a closed connection the peer does not let go of; counted. */
 static void conn_orphan_reset(struct ntbsmc_conn *conn, const char *why)
@@ -83,6 +84,7 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	conn->sk = sk;
 	timer_setup(&conn->hold_timer, conn_hold_expired, 0);
 	timer_setup(&conn->recheck_timer, conn_recheck, 0);
+	conn_want_late_init(conn);
 	rc = ntbsmc_dev_slot_get(dev, conn, conn_rmb_want(sk));
 	if (rc) {
 		ntbsmc_dev_put(dev);
@@ -137,11 +139,13 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 	 * "Notifications" below).
 	 */
 	conn->my_flags |= NTBSMC_F_WANT_DATA;
-	writeq(0, &conn->tx_ctl->prod);
-	writeq(0, &conn->tx_ctl->cons);
-	iowrite32(conn->my_flags, &conn->tx_ctl->flags);
+	conn_ctl_write64(conn, 0, &conn->tx_ctl->prod);
+	conn_ctl_write64(conn, 0, &conn->tx_ctl->cons);
+	conn_ctl_write64(conn, 0, &conn->tx_ctl->seen_prod);
+	conn_ctl_write64(conn, 0, &conn->tx_ctl->seen_cons);
+	conn_ctl_write32(conn, conn->my_flags, &conn->tx_ctl->flags);
 	wmb();	/* the peer reads the token, then the cursors (conn_read_peer()) */
-	iowrite32(conn->peer_token, &conn->tx_ctl->token);
+	conn_ctl_write32(conn, conn->peer_token, &conn->tx_ctl->token);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	return 0;
@@ -210,18 +214,24 @@ static bool conn_peer_writable(struct ntbsmc_conn *conn)
 	return !conn->err && conn->tx_ctl && !conn->detached && conn_link_alive(conn);
 }
 
-void ntbsmc_conn_wake(struct sock *sk)
+/*
+ * Wakes the socket's waiters for @key: a doorbell that brings data wakes
+ * readers, one that brings space writers (keyed, as TCP's data_ready and
+ * write_space are: epoll and poll filter by it, ntbsmc_conn_wait() too).
+ */
+void ntbsmc_conn_wake(struct sock *sk, __poll_t key)
 {
 	struct socket_wq *wq;
 
 	rcu_read_lock();
 	wq = rcu_dereference(sk->sk_wq);
 	if (skwq_has_sleeper(wq))
-		wake_up_interruptible_poll(&wq->wait, EPOLLIN | EPOLLRDNORM | EPOLLOUT |
-					   EPOLLWRNORM | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+		wake_up_interruptible_poll(&wq->wait, key);
 	rcu_read_unlock();
-	sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
-	sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
+	if (key & EPOLLOUT)
+		sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
+	if (key & (EPOLLIN | EPOLLERR))
+		sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
 }
 
 /*
@@ -239,7 +249,8 @@ void ntbsmc_conn_publish_flags(struct ntbsmc_conn *conn)
 		return;		/* the slot may be another connection's now */
 	if (conn_tx_inflight(conn))
 		flags &= ~NTBSMC_F_TERMINAL;
-	iowrite32(flags, &conn->tx_ctl->flags);
+	flags |= (u32)conn->my_want_seq << NTBSMC_F_WANT_SEQ_SHIFT;
+	conn_ctl_write32(conn, flags, &conn->tx_ctl->flags);
 	if (flags & NTBSMC_F_DETACHED)
 		WRITE_ONCE(conn->detached, true);	/* our last write there */
 }
@@ -310,13 +321,13 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 	net_info_ratelimited("ntbsmc: %s: connection on slot %u reset: %s\n",
 			     conn->dev->name, conn->my_slot, why);
 	if (post)
-		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+		ntbsmc_dev_post_event(conn->dev, conn);
 	if (sk) {
 		/* what TCP said first, if it did (a reset, a timeout), stands */
 		if (!READ_ONCE(sk->sk_err))
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
 		sk_error_report(sk);
-		ntbsmc_conn_wake(sk);
+		ntbsmc_conn_wake(sk, NTBSMC_WAKE_ALL);
 		sock_put(sk);
 	}
 	conn_maybe_release(conn);
@@ -342,17 +353,69 @@ static bool conn_detach(struct ntbsmc_conn *conn)
 }
 
 /*
+ * Publishes our consumer cursor if it moved since it last was: rx.c does so in
+ * batches (the peer learns of space when it waits for it, or a quarter of the
+ * buffer came free), the re-check and an answered want the rest. Caller holds
+ * conn->lock.
+ */
+void conn_publish_cons_locked(struct ntbsmc_conn *conn)
+{
+	int idx;
+
+	lockdep_assert_held(&conn->lock);
+	if (conn->rx_cons_pub == conn->rx_cons)
+		return;
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (conn_link_ok(conn)) {
+		conn->rx_cons_pub = conn->rx_cons;
+		conn_ctl_write64(conn, conn->rx_cons, &conn->tx_ctl->cons);
+	}
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+}
+
+/*
+ * A want the peer set since we last answered one (see "Notifications"): the
+ * cursor it saw then against ours now. Either may be a lie; a lie costs the
+ * peer a doorbell it did not need. Caller holds conn->lock, link ok. True if
+ * the peer is to be rung.
+ */
+static bool conn_answer_want(struct ntbsmc_conn *conn, u32 flags, u16 seq)
+{
+	struct ntbsmc_slot *c = conn->rx_ctl;
+	bool ring = false;
+
+	if (seq == conn->peer_want_seq)
+		return false;
+	conn->peer_want_seq = seq;
+	/* test build: a peer that does not answer (the protocol before version 5) */
+	if (conn->sk && ntbsmc_fault(NTBSMC_FAULT_ANSWER_DROP, conn->sk))
+		return false;
+	/* (rmb() in the caller: the seen cursors were written before the flags) */
+	if ((flags & NTBSMC_F_WANT_DATA) &&
+	    le64_to_cpu(READ_ONCE(c->seen_prod)) != conn->tx_pub)
+		ring = true;
+	if ((flags & NTBSMC_F_WANT_SPACE) &&
+	    le64_to_cpu(READ_ONCE(c->seen_cons)) != conn->rx_cons) {
+		/* consumed, perhaps not published yet (rx.c publishes in batches) */
+		conn_publish_cons_locked(conn);
+		ring = true;
+	}
+	return ring && conn_link_ok(conn);
+}
+
+/*
  * Reads the peer's control block of this connection: the one place where cursors
  * and flags from the peer's side enter. A value out of range, going backwards or
  * beyond the buffer aborts this connection only. Caller holds conn->lock and is
  * in the SRCU section. Returns 1 when the peer is to be told of our reply
- * (conn_detach()).
+ * (conn_detach(), conn_answer_want()).
  */
 static int conn_read_peer(struct ntbsmc_conn *conn)
 {
 	struct ntbsmc_slot *c = conn->rx_ctl;
 	u64 prod, cons;
 	u32 flags;
+	u16 seq;
 
 	lockdep_assert_held(&conn->lock);
 	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
@@ -360,6 +423,8 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 		return 0;	/* the peer has not written this connection's block yet */
 	rmb();	/* the peer wrote the token before the flags and cursors */
 	flags = le32_to_cpu(READ_ONCE(c->flags));
+	seq = flags >> NTBSMC_F_WANT_SEQ_SHIFT;
+	flags &= (1U << NTBSMC_F_WANT_SEQ_SHIFT) - 1;
 	if (conn->err) {
 		/*
 		 * We reset it, perhaps over these very cursors: only the peer's
@@ -385,7 +450,7 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 	conn->peer_flags = (conn->peer_flags & NTBSMC_F_TERMINAL) | flags;
 	if (conn->peer_flags & NTBSMC_F_CLOSED)
 		return conn_detach(conn);
-	return 0;
+	return conn_answer_want(conn, flags, seq);
 }
 
 /* Refreshes the peer's view; aborts the connection on a bad value. */
@@ -411,7 +476,7 @@ int ntbsmc_conn_update(struct ntbsmc_conn *conn)
 		rc = -ECONNRESET;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (tell)
-		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+		ntbsmc_dev_post_event(conn->dev, conn);
 	if (rc == -EPROTO) {
 		ntbsmc_conn_abort(conn, "invalid cursor or flags from the peer");
 		rc = -ECONNRESET;	/* what the application sees, as from TCP */
@@ -443,26 +508,128 @@ void ntbsmc_conn_told(struct ntbsmc_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 }
 
-/* Called for an event on this connection (tasklet): wake whoever waits. */
+/*
+ * Whom an event wakes: readers if there is something to read, writers if there
+ * is room, everyone after a reset. By state, not by what changed: another
+ * thread of the socket may have looked first, and a poller still has to hear
+ * of it, as TCP wakes every sleeper when data or space comes. Caller holds
+ * conn->lock.
+ */
+static __poll_t conn_event_key(struct ntbsmc_conn *conn)
+{
+	__poll_t key = 0;
+
+	lockdep_assert_held(&conn->lock);
+	if (conn->err || (conn->peer_flags & NTBSMC_F_ABORT))
+		return NTBSMC_WAKE_ALL;
+	if (conn->peer_prod != conn->rx_cons ||
+	    (conn->peer_flags & (NTBSMC_F_WRITE_DONE | NTBSMC_F_CLOSED)))
+		key |= NTBSMC_WAKE_IN;
+	if (conn_space(conn) || (conn->peer_flags & NTBSMC_F_CLOSED))
+		key |= NTBSMC_WAKE_OUT;
+	return key;
+}
+
+/* Called for an event on this connection (tasklet): wake whoever waits for it. */
 void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 {
+	struct sock *sk = NULL;
 	unsigned long flags;
-	struct sock *sk;
+	__poll_t key;
 
 	ntbsmc_conn_update(conn);
 	/* irqsave as everywhere: a DMA provider may call back in hard irq */
 	spin_lock_irqsave(&conn->lock, flags);
+	key = conn_event_key(conn);
 	conn_told_locked(conn);
-	sk = conn->sk;
-	if (sk)
+	if (key && conn->sk) {
+		sk = conn->sk;
 		sock_hold(sk);	/* put below */
+	}
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (sk) {
-		ntbsmc_conn_wake(sk);
+		ntbsmc_conn_wake(sk, key);
 		sock_put(sk);
 	}
 	conn_maybe_release(conn);
 }
+
+/*
+ * Publishes our flags after a want changed; @set, the one just set, with the
+ * cursor we have seen and a new want sequence (steps 1 of "Notifications").
+ * Caller holds conn->lock, in the SRCU section. True if the peer is to get an
+ * event for it (step 2, after the lock).
+ */
+static bool conn_publish_want(struct ntbsmc_conn *conn, u32 set)
+{
+	lockdep_assert_held(&conn->lock);
+	if (!conn_link_ok(conn))
+		return false;
+	if (set) {
+		conn->my_want_seq++;
+		if (set & NTBSMC_F_WANT_DATA)
+			conn_ctl_write64(conn, conn->peer_prod, &conn->tx_ctl->seen_prod);
+		else
+			conn_ctl_write64(conn, conn->peer_cons, &conn->tx_ctl->seen_cons);
+		wmb();	/* the seen cursor before the flag that asks about it */
+	}
+	ntbsmc_conn_publish_flags(conn);
+	return set;
+}
+
+#ifdef CONFIG_NTBSMC_FAULT_INJECTION
+/* Fault want_late: the want lands now, its waiter looked long ago. */
+static void conn_want_late_work(struct work_struct *work)
+{
+	struct ntbsmc_conn *conn = container_of(to_delayed_work(work), struct ntbsmc_conn,
+						want_late_work);
+	unsigned long flags;
+	bool post = false;
+	int idx;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	if (conn->my_flags & conn->want_late)
+		post = conn_publish_want(conn, conn->want_late);
+	conn->want_late = 0;
+	srcu_read_unlock(&ntbsmc_srcu, idx);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (post)
+		ntbsmc_dev_post_event(conn->dev, conn);
+	ntbsmc_conn_put(conn);	/* taken when it was queued */
+}
+
+/*
+ * The test build's want on its way: the flag (just set in my_flags) is written
+ * by conn_want_late_work() delay_ms from now. Caller holds conn->lock.
+ */
+static bool conn_want_late(struct ntbsmc_conn *conn, u32 flag)
+{
+	lockdep_assert_held(&conn->lock);
+	if (conn->want_late || !conn->sk || !READ_ONCE(conn->established) ||
+	    !ntbsmc_fault(NTBSMC_FAULT_WANT_LATE, conn->sk))
+		return false;
+	conn->want_late = flag;
+	refcount_inc(&conn->ref);	/* put by the work */
+	schedule_delayed_work(&conn->want_late_work,
+			      msecs_to_jiffies(ntbsmc_fault_delay_ms(NTBSMC_FAULT_WANT_LATE)));
+	return true;
+}
+
+static void conn_want_late_init(struct ntbsmc_conn *conn)
+{
+	INIT_DELAYED_WORK(&conn->want_late_work, conn_want_late_work);
+}
+#else
+static bool conn_want_late(struct ntbsmc_conn *conn, u32 flag)
+{
+	return false;
+}
+
+static void conn_want_late_init(struct ntbsmc_conn *conn)
+{
+}
+#endif
 
 /*
  * Notifications: who rings whom, and why no wakeup is lost.
@@ -470,33 +637,43 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
  * A side learns of the peer's progress by reading its own window (local
  * memory); the peer tells it that something changed by an entry in its event
  * ring and a doorbell (ntbsmc_dev_post_event()), which wakes the socket
- * (ntbsmc_conn_event() -> ntbsmc_conn_wake()). To spare doorbells the peer
- * rings only for what we said we wait for: WANT_DATA (ring me when you
- * produce) and WANT_SPACE (ring me when you consume), our flags in its window.
+ * (ntbsmc_conn_event()). To spare doorbells the peer rings only for what we
+ * said we wait for: WANT_DATA (ring me when you produce) and WANT_SPACE (ring
+ * me when you consume), our flags in its window. Nothing is ever read across
+ * the link: every write is posted, and either side reads only its own memory.
  *
- * The rule that makes it safe is a store-flush-load on each side (Dekker):
+ * So a waiter's flag and a notifier's cursor may cross on the link: the waiter
+ * sets WANT_x and then finds no new cursor in its memory, while the notifier
+ * wrote its cursor and then found no WANT_x in its own. Neither can wait for
+ * its write to land without a read across the link (microseconds of stalled
+ * CPU, per message). Instead, setting a WANT flag is itself a message:
  *
- *   waiter (ntbsmc_conn_want(on))    notifier (ntbsmc_conn_notify())
- *   1. writes WANT_x into the        1. writes payload, then its cursor
- *      peer's window                    (ntbsmc_conn_publish_locked(): wmb
- *   2. flushes it (conn_flush():        before and after), or its consumer
- *      mb, then a read of the           cursor
- *      peer's window that completes  2. flushes them (conn_flush())
- *      only after the write landed)  3. reads the waiter's flags from its
- *   3. reads the notifier's cursor      own window (ntbsmc_conn_update()):
- *      from its own window              WANT_x set: post an event and ring
- *      (ntbsmc_conn_update())
+ *   waiter (ntbsmc_conn_want(on))      notifier
+ *   1. writes the cursor it has seen   a. writes payload, then its cursor
+ *      (seen_prod or seen_cons), then     (ntbsmc_conn_publish_locked()), or
+ *      WANT_x with its want sequence      its consumer cursor
+ *      bumped, into the peer's block   b. reads the waiter's flags in its own
+ *   2. posts an event and rings           window (ntbsmc_conn_update()):
+ *   3. reads the notifier's cursor        WANT_x set: post an event and ring
+ *      from its own window             c. on the waiter's event, a want
+ *                                         sequence it has not answered: if its
+ *                                         cursor differs from the seen one,
+ *                                         post an event and ring
+ *                                         (conn_answer_want())
  *
- * Both writes are globally visible before either read, so either the waiter's
- * read 3 sees the new cursor, or the notifier's read 3 sees WANT_x and rings.
- * The flush is what makes a posted write across the link visible; on the
- * emulated fabric the window is shared memory and the mb() alone orders it.
+ * Posted writes along one path stay in order, so when the waiter's event
+ * arrives (c), its flag and seen cursor are there. If the notifier's cursor
+ * came before the waiter looked (3), the waiter has it; if not, the seen
+ * cursor differs from the notifier's and c rings; if b saw the flag, b rang.
+ * A race costs one doorbell more, never a wakeup. Since each setting of a flag
+ * costs an event, the flags are states held for long, not requests of one
+ * wait; and the rest of the time they cost nothing.
  *
  * When WANT_x is set. A waiter that sets it after it last looked has only
  * itself to ask; but a waiter may also sleep without ever calling us again:
  * edge-triggered epoll waits after a read that returned less than asked
  * (nginx takes that as "drained", not EAGAIN), a SIGIO owner after its last
- * read. So each flag is a state, not a request of one wait:
+ * read. So:
  *
  *  - WANT_DATA is set whenever the reader may wait: from the attach
  *    (ntbsmc_conn_attach()) on, and again by every recvmsg() that drained
@@ -505,7 +682,8 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
  *    data that came during a read). It is off only while a recvmsg() copies
  *    more than a chunk, and after a full read that left bytes in the ring,
  *    whose caller comes back for them (ntbsmc_conn_unwant(), which wakes
- *    pollers so that they ask anew).
+ *    pollers so that they ask anew). A request-response connection keeps it
+ *    set throughout: its messages cost no event of ours.
  *  - WANT_SPACE is set by every wait for space (ntbsmc_conn_wait(), also the
  *    non-blocking one that returns EAGAIN, and a short write ends in it) and
  *    by poll() without EPOLLOUT; a send that finds space clears it. Space
@@ -516,8 +694,7 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
  * (ntbsmc_conn_wait(), after busy-polling), poll/select/epoll in both
  * triggers (ntbsmc_conn_poll(): a first look, the flags for what it lacks, a
  * second look), and the DMA path, whose completion publishes the cursor and
- * notifies like a CPU copy (ntbsmc_conn_notify_data()). The event ring's own
- * suppression (ntbsmc_dev_post_event()) follows the same rule with ev_cons.
+ * notifies like a CPU copy (ntbsmc_conn_notify_data()).
  *
  * A notification lost anyway (a peer's bug, a dropped interrupt) costs a
  * bounded delay, not a hang: conn_recheck() looks every recheck_ms and wakes
@@ -525,12 +702,13 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
  * program that breaks the contract above (a full read, then a wait for an
  * edge) is woken that way too, uncounted.
  *
- * Sets or clears one of our "want" flags; setting it flushes, so that the peer
- * sees it before we look at its cursors again (step 2). True if it changed.
+ * Sets or clears one of our "want" flags; setting it tells the peer (steps 1
+ * and 2). True if it changed.
  */
 bool ntbsmc_conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 {
 	unsigned long flags;
+	bool post = false;
 	int idx;
 
 	spin_lock_irqsave(&conn->lock, flags);
@@ -539,14 +717,16 @@ bool ntbsmc_conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 		return false;
 	}
 	conn->my_flags ^= flag;
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn)) {
-		ntbsmc_conn_publish_flags(conn);
-		if (on)
-			conn_flush(conn);
+	if (on && conn_want_late(conn, flag)) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return true;
 	}
+	idx = srcu_read_lock(&ntbsmc_srcu);
+	post = conn_publish_want(conn, on ? flag : 0);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	spin_unlock_irqrestore(&conn->lock, flags);
+	if (post)
+		ntbsmc_dev_post_event(conn->dev, conn);
 	return true;
 }
 
@@ -560,25 +740,19 @@ void ntbsmc_conn_unwant(struct sock *sk, struct ntbsmc_conn *conn, u32 flag)
 	if (!(READ_ONCE(conn->my_flags) & flag))
 		return;
 	ntbsmc_conn_want(conn, flag, false);
-	ntbsmc_conn_wake(sk);
+	ntbsmc_conn_wake(sk, flag == NTBSMC_F_WANT_DATA ? EPOLLIN : EPOLLOUT);
 }
 
 /* After a cursor update: ring the peer only if it said it waits for one. */
 void ntbsmc_conn_notify(struct ntbsmc_conn *conn, u32 want)
 {
-	int idx;
-
-	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn))
-		conn_flush(conn);
-	srcu_read_unlock(&ntbsmc_srcu, idx);
 	if (ntbsmc_conn_update(conn))
 		return;
 	if (READ_ONCE(conn->peer_flags) & want) {
 		/* test build: the peer's bug, or a lost interrupt (conn_recheck()) */
 		if (conn->sk && ntbsmc_fault(NTBSMC_FAULT_NOTIFY_DROP, conn->sk))
 			return;
-		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+		ntbsmc_dev_post_event(conn->dev, conn);
 	} else
 		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_DB_SUPPRESSED, 1);
 }
@@ -603,13 +777,12 @@ void ntbsmc_conn_tx_idle(struct ntbsmc_conn *conn)
 	if ((conn->my_flags & NTBSMC_F_TERMINAL) && !conn_tx_inflight(conn) &&
 	    READ_ONCE(conn->established) && conn_link_alive(conn)) {
 		ntbsmc_conn_publish_flags(conn);
-		conn_flush(conn);
 		post = true;
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (post)
-		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+		ntbsmc_dev_post_event(conn->dev, conn);
 }
 
 /*
@@ -655,6 +828,22 @@ static bool conn_busy_poll(struct sock *sk, struct ntbsmc_conn *conn,
 	return false;
 }
 
+/* A sleeper of ntbsmc_conn_wait(): woken only by the wakeups it waits for. */
+struct conn_waiter {
+	struct wait_queue_entry wq;
+	__poll_t key;
+};
+
+static int conn_wake_fn(struct wait_queue_entry *wq, unsigned int mode, int sync, void *key)
+{
+	struct conn_waiter *w = container_of(wq, struct conn_waiter, wq);
+
+	/* unkeyed: TCP's state changes, which end the wait too */
+	if (key && !(key_to_poll(key) & w->key))
+		return 0;
+	return woken_wake_function(wq, mode, sync, key);
+}
+
 /*
  * Waits for @ready: spins for the busy-poll budget, then publishes our @flag (so
  * the peer rings us), looks once more and sleeps. TCP failing under the
@@ -665,7 +854,10 @@ static bool conn_busy_poll(struct sock *sk, struct ntbsmc_conn *conn,
 int ntbsmc_conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
 		     bool (*ready)(struct ntbsmc_conn *), long *timeo)
 {
-	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct conn_waiter w = {
+		.key = (flag == NTBSMC_F_WANT_DATA ? NTBSMC_WAKE_IN : NTBSMC_WAKE_OUT) |
+		       EPOLLERR | EPOLLHUP | EPOLLRDHUP,
+	};
 
 	if (conn_busy_poll(sk, conn, ready))
 		return 0;
@@ -676,10 +868,12 @@ int ntbsmc_conn_wait(struct sock *sk, struct ntbsmc_conn *conn, u32 flag,
 		return -EAGAIN;
 	if (signal_pending(current))
 		return sock_intr_errno(*timeo);
-	add_wait_queue(sk_sleep(sk), &wait);
+	init_waitqueue_func_entry(&w.wq, conn_wake_fn);
+	w.wq.private = current;
+	add_wait_queue(sk_sleep(sk), &w.wq);
 	sk_wait_event(sk, timeo, ntbsmc_conn_update(conn) || ready(conn) || tcp_failed(sk),
-		      &wait);
-	remove_wait_queue(sk_sleep(sk), &wait);
+		      &w.wq);
+	remove_wait_queue(sk_sleep(sk), &w.wq);
 	ntbsmc_conn_check_tcp(sk, conn);
 	return 0;
 }
@@ -708,10 +902,8 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	idx = srcu_read_lock(&ntbsmc_srcu);
 	/* established or not: a failed handshake's ABORT is for the peer too */
 	post = conn_peer_writable(conn);
-	if (post) {
+	if (post)
 		ntbsmc_conn_publish_flags(conn);
-		conn_flush(conn);
-	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	/*
 	 * A failed handshake waits for the peer's acknowledgement that long at
@@ -736,7 +928,7 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	if (post)
-		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+		ntbsmc_dev_post_event(conn->dev, conn);
 	/* conn->sk is gone: a running conn_recheck() does not arm it again */
 	if (timer_delete(&conn->recheck_timer))
 		ntbsmc_conn_put(conn);	/* the timer's: it will not run */
@@ -756,7 +948,7 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
  * asleep for good. What the previous tick found that the socket's users were
  * not told of, and still are not, had a whole period for its doorbell: wake
  * the socket and count it. The test build warns too, unless the test dropped
- * doorbells on purpose (fault notify_drop).
+ * doorbells on purpose (faults notify_drop, answer_drop).
  */
 static void conn_recheck(struct timer_list *t)
 {
@@ -770,6 +962,7 @@ static void conn_recheck(struct timer_list *t)
 
 	ntbsmc_conn_update(conn);	/* a bad value or a reset ends it, and wakes */
 	spin_lock_irqsave(&conn->lock, flags);
+	conn_publish_cons_locked(conn);	/* what rx.c held back, once idle */
 	/*
 	 * A call under the socket lock looks itself (or waits for a page
 	 * fault): nothing is untold while it runs.
@@ -807,12 +1000,13 @@ static void conn_recheck(struct timer_list *t)
 	if (lost && sk) {
 		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_NOTIFY_LOST, 1);
 		if (IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION) &&
-		    !ntbsmc_fault_hit(NTBSMC_FAULT_NOTIFY_DROP))
+		    !ntbsmc_fault_hit(NTBSMC_FAULT_NOTIFY_DROP) &&
+		    !ntbsmc_fault_hit(NTBSMC_FAULT_ANSWER_DROP))
 			pr_warn_ratelimited("ntbsmc: %s: slot %u: lost notification: %llu bytes readable or space unannounced for over %u ms\n",
 					    conn->dev->name, conn->my_slot, bytes, ms);
 	}
 	if (wake && sk) {
-		ntbsmc_conn_wake(sk);
+		ntbsmc_conn_wake(sk, NTBSMC_WAKE_ALL);
 		sock_put(sk);
 	}
 	if (!again)

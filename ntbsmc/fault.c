@@ -41,14 +41,18 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_CLIENT_HELLO_DELAY]	= "client_hello_delay",
 	[NTBSMC_FAULT_CLONE_NOMEM]		= "clone_nomem",
 	[NTBSMC_FAULT_RAW_HANDSHAKE]		= "raw_handshake",
+	[NTBSMC_FAULT_WANT_LATE]		= "want_late",
+	[NTBSMC_FAULT_ANSWER_DROP]		= "answer_drop",
 };
 
 /*
  * Points whose port is only the socket's own: a hand-made handshake's socket,
- * never the honest peer's socket at the other end of its connection, which in
- * one kernel would match the same port as its remote one.
+ * one end's late want or unanswered wants, never the socket at the other end of
+ * its connection, which in one kernel would match the same port as its remote
+ * one.
  */
-#define FAULT_LOCAL_PORT_ONLY	BIT(NTBSMC_FAULT_RAW_HANDSHAKE)
+#define FAULT_LOCAL_PORT_ONLY	(BIT(NTBSMC_FAULT_RAW_HANDSHAKE) | BIT(NTBSMC_FAULT_WANT_LATE) | \
+				 BIT(NTBSMC_FAULT_ANSWER_DROP))
 
 static struct fault_point fault_points[NTBSMC_FAULT_NR];
 static struct dentry *fault_root;
@@ -83,6 +87,11 @@ bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk)
 bool ntbsmc_fault_hit(enum ntbsmc_fault_point point)
 {
 	return atomic_read(&fault_points[point].hits);
+}
+
+unsigned int ntbsmc_fault_delay_ms(enum ntbsmc_fault_point point)
+{
+	return min_t(u32, READ_ONCE(fault_points[point].delay_ms), FAULT_DELAY_MAX_MS);
 }
 
 void ntbsmc_fault_delay(enum ntbsmc_fault_point point, const struct sock *sk)

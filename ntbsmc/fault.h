@@ -40,6 +40,13 @@ enum ntbsmc_fault_point {
 	 * only the socket's local port
 	 */
 	NTBSMC_FAULT_RAW_HANDSHAKE,
+	/*
+	 * A WANT flag that reaches the peer delay_ms after its waiter looked at
+	 * the cursors (a posted write still on the link; the emulated fabric's
+	 * land at once), its event after it
+	 */
+	NTBSMC_FAULT_WANT_LATE,
+	NTBSMC_FAULT_ANSWER_DROP,	/* a want of the peer's left unanswered */
 	NTBSMC_FAULT_NR
 };
 
@@ -49,6 +56,7 @@ void ntbsmc_fault_exit(void);
 bool ntbsmc_fault(enum ntbsmc_fault_point point, const struct sock *sk);
 void ntbsmc_fault_delay(enum ntbsmc_fault_point point, const struct sock *sk);
 bool ntbsmc_fault_hit(enum ntbsmc_fault_point point);
+unsigned int ntbsmc_fault_delay_ms(enum ntbsmc_fault_point point);
 #else
 static inline int ntbsmc_fault_init(void)
 {
@@ -72,6 +80,11 @@ static inline void ntbsmc_fault_delay(enum ntbsmc_fault_point point,
 static inline bool ntbsmc_fault_hit(enum ntbsmc_fault_point point)
 {
 	return false;
+}
+
+static inline unsigned int ntbsmc_fault_delay_ms(enum ntbsmc_fault_point point)
+{
+	return 0;
 }
 #endif
 

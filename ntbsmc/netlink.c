@@ -168,6 +168,14 @@ static int put_conn_ntb(struct sk_buff *skb, const struct ntbsmc_conn *conn)
 	    nla_put_u64_64bit(skb, NTBSMC_CONN_DMA_BYTES, READ_ONCE(conn->dma_bytes),
 			      NTBSMC_CONN_PAD) ||
 	    nla_put_u64_64bit(skb, NTBSMC_CONN_ZC_BYTES, READ_ONCE(conn->zc_bytes),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_LINK_WRITES, atomic64_read(&conn->link_writes),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_LINK_WRITE_BYTES,
+			      atomic64_read(&conn->link_write_bytes), NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_LINK_READS, atomic64_read(&conn->link_reads),
+			      NTBSMC_CONN_PAD) ||
+	    nla_put_u64_64bit(skb, NTBSMC_CONN_DOORBELLS, atomic64_read(&conn->doorbells),
 			      NTBSMC_CONN_PAD))
 		return -EMSGSIZE;
 	return 0;
@@ -327,6 +335,12 @@ static const u16 stat_attrs[] = {
 	[NTBSMC_STAT_ORPHAN_RESET]	= NTBSMC_STATS_ORPHAN_RESET,
 	[NTBSMC_STAT_HS_PEAK]		= NTBSMC_STATS_HS_PEAK,
 	[NTBSMC_STAT_HS_CONGESTED]	= NTBSMC_STATS_HS_CONGESTED,
+	[NTBSMC_STAT_PW_SMALL]		= NTBSMC_STATS_LINK_WRITES_SMALL,
+	[NTBSMC_STAT_PW_MEDIUM]		= NTBSMC_STATS_LINK_WRITES_MEDIUM,
+	[NTBSMC_STAT_PW_LARGE]		= NTBSMC_STATS_LINK_WRITES_LARGE,
+	[NTBSMC_STAT_PW_BYTES]		= NTBSMC_STATS_LINK_WRITE_BYTES,
+	[NTBSMC_STAT_LINK_READS]	= NTBSMC_STATS_LINK_READS,
+	[NTBSMC_STAT_IRQ]		= NTBSMC_STATS_IRQ,
 };
 
 static_assert(ARRAY_SIZE(stat_attrs) == NTBSMC_STAT_FB_CLIENT);
@@ -352,6 +366,11 @@ static int ntbsmc_nl_stats_get(struct sk_buff *skb, struct genl_info *info)
 		if (nla_put_u64_64bit(msg, stat_attrs[s], atomic64_read(&nn->stats[s]),
 				      NTBSMC_STATS_PAD))
 			goto err;
+	if (nla_put_u64_64bit(msg, NTBSMC_STATS_LINK_WRITES,
+			      atomic64_read(&nn->stats[NTBSMC_STAT_PW_SMALL]) +
+			      atomic64_read(&nn->stats[NTBSMC_STAT_PW_MEDIUM]) +
+			      atomic64_read(&nn->stats[NTBSMC_STAT_PW_LARGE]), NTBSMC_STATS_PAD))
+		goto err;
 	if (put_reasons(msg, NTBSMC_STATS_FB_CLIENT, &nn->stats[NTBSMC_STAT_FB_CLIENT]) ||
 	    put_reasons(msg, NTBSMC_STATS_FB_SERVER, &nn->stats[NTBSMC_STAT_FB_SERVER]))
 		goto err;

@@ -62,6 +62,7 @@
 #include <linux/refcount.h>
 #include <linux/workqueue.h>
 #include <linux/interrupt.h>
+#include <linux/hrtimer.h>
 #include <linux/srcu.h>
 #include <net/sock.h>
 #include <net/netns/generic.h>
@@ -92,6 +93,13 @@ enum ntbsmc_stat {
 	NTBSMC_STAT_ORPHAN_RESET,	/* closed connections reset: timeout or too many */
 	NTBSMC_STAT_HS_PEAK,		/* most server handshakes running at once */
 	NTBSMC_STAT_HS_CONGESTED,	/* children beyond max_handshakes: declined */
+	/* What crossed the link (dev.c, ntbsmc_link_wrote()) */
+	NTBSMC_STAT_PW_SMALL,		/* posted writes into the peer's window, <= 64 B */
+	NTBSMC_STAT_PW_MEDIUM,		/* ... <= 4 KiB */
+	NTBSMC_STAT_PW_LARGE,		/* ... larger (a CPU copy, a DMA segment) */
+	NTBSMC_STAT_PW_BYTES,		/* bytes of them all */
+	NTBSMC_STAT_LINK_READS,		/* reads across the link */
+	NTBSMC_STAT_IRQ,		/* doorbell interrupts taken */
 	NTBSMC_STAT_FB_CLIENT,		/* first of __NTBSMC_REASON_MAX client reasons */
 	NTBSMC_STAT_FB_SERVER = NTBSMC_STAT_FB_CLIENT + __NTBSMC_REASON_MAX,
 	__NTBSMC_STAT_MAX = NTBSMC_STAT_FB_SERVER + __NTBSMC_REASON_MAX,
@@ -181,12 +189,15 @@ struct ntbsmc_dev {
 	struct ntbsmc_conn __rcu **conns;	/* by local slot */
 	bool removed;			/* ntbsmc_remove() ran; under slot_lock */
 
-	/* Events: posting into the peer's ring, draining ours */
+	/* Events: posting into the peer's ring (under ev_lock), draining ours (tasklet) */
 	spinlock_t ev_lock;
 	u32 ev_tx_prod;			/* entries posted to the peer */
+	u32 ev_tx_overflow;		/* entries the peer's ring had no room for */
 	u32 ev_rx_cons;			/* entries of ours consumed */
+	u32 ev_rx_cons_pub;		/* ... as the peer was last told */
 	u32 ev_rx_overflow;
 	struct tasklet_struct ev_tasklet;
+	struct hrtimer db_timer;	/* test build: a doorbell's price (dev.c) */
 
 	struct delayed_work bringup_work;
 	struct work_struct link_work;
@@ -224,7 +235,12 @@ struct ntbsmc_link_keys {
 };
 
 int ntbsmc_dev_link_keys(struct ntbsmc_dev *dev, struct ntbsmc_link_keys *keys);
-void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, u32 peer_slot);
+void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
+/*
+ * Every write into the peer's window is counted here, per namespace by size and
+ * per connection; the device's own (header, events consumed) with @conn NULL.
+ */
+void ntbsmc_link_wrote(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn, size_t bytes);
 int ntbsmc_dev_slot_get(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn, u32 want);
 void ntbsmc_dev_slot_put(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
 
@@ -251,11 +267,22 @@ struct ntbsmc_conn {
 	/* Ours, published to the peer through tx_ctl */
 	u64 tx_prod;		/* bytes written into the peer's buffer */
 	u64 rx_cons;		/* bytes consumed from our buffer */
+	u64 rx_cons_pub;	/* ... as published (rx.c: in batches) */
 	u32 my_flags;
+	u16 my_want_seq;	/* WANT flags set so far (wire.h) */
 	/* Peer's, as last validated from rx_ctl */
 	u64 peer_prod;
 	u64 peer_cons;
 	u32 peer_flags;
+	u16 peer_want_seq;	/* the peer's last want we answered */
+
+	/* What crossed the link for this connection (ntbsmc_link_wrote()) */
+	atomic64_t link_writes, link_write_bytes, link_reads, doorbells;
+#ifdef CONFIG_NTBSMC_FAULT_INJECTION
+	/* fault want_late: a want flag still "on the link"; the work holds a reference */
+	u32 want_late;
+	struct delayed_work want_late_work;
+#endif
 
 	int err;		/* ECONNRESET once aborted */
 	bool exposed;		/* the peer was told our slot: it may write into it */
@@ -344,7 +371,12 @@ void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn);
 int ntbsmc_conn_update(struct ntbsmc_conn *conn);
 void ntbsmc_conn_publish_flags(struct ntbsmc_conn *conn);
 void ntbsmc_conn_told(struct ntbsmc_conn *conn);
-void ntbsmc_conn_wake(struct sock *sk);
+/* What a wakeup is for (ntbsmc_conn_wake()) */
+#define NTBSMC_WAKE_IN		(EPOLLIN | EPOLLRDNORM | EPOLLRDHUP)
+#define NTBSMC_WAKE_OUT		(EPOLLOUT | EPOLLWRNORM)
+#define NTBSMC_WAKE_ALL		(NTBSMC_WAKE_IN | NTBSMC_WAKE_OUT | EPOLLHUP | EPOLLERR)
+void ntbsmc_conn_wake(struct sock *sk, __poll_t key);
+void conn_publish_cons_locked(struct ntbsmc_conn *conn);
 bool ntbsmc_conn_want(struct ntbsmc_conn *conn, u32 flag, bool on);
 void ntbsmc_conn_unwant(struct sock *sk, struct ntbsmc_conn *conn, u32 flag);
 void ntbsmc_conn_notify(struct ntbsmc_conn *conn, u32 want);
@@ -374,11 +406,17 @@ static inline bool conn_tx_inflight(struct ntbsmc_conn *conn)
 	return conn->tx_busy || conn->seg_head != conn->seg_tail;
 }
 
-/* Makes what we wrote visible to the peer before we look at what it wants. */
-static inline void conn_flush(struct ntbsmc_conn *conn)
+/* Our writes into the peer's control block of @conn: posted, counted. */
+static inline void conn_ctl_write32(struct ntbsmc_conn *conn, u32 v, void __iomem *p)
 {
-	mb();	/* our stores before the read below, which the window completes */
-	ioread32(&conn->tx_ctl->token);
+	iowrite32(v, p);
+	ntbsmc_link_wrote(conn->dev, conn, sizeof(v));
+}
+
+static inline void conn_ctl_write64(struct ntbsmc_conn *conn, u64 v, void __iomem *p)
+{
+	writeq(v, p);
+	ntbsmc_link_wrote(conn->dev, conn, sizeof(v));
 }
 
 static inline u32 conn_space(struct ntbsmc_conn *conn)

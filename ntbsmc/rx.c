@@ -37,15 +37,15 @@ static u32 conn_copy_in(struct ntbsmc_conn *conn, struct msghdr *msg, u64 from, 
 }
 
 /*
- * Before recvmsg() returns: WANT_DATA set and seen by the peer, then one more
- * look (steps 1-3 of "Notifications"). True if the peer's producer moved since
- * the caller last looked: data no doorbell will announce.
+ * Before recvmsg() returns: WANT_DATA set and announced to the peer, then one
+ * more look (steps 1-3 of "Notifications"). True if the peer's producer moved
+ * since the caller last looked: data no doorbell will announce.
  */
 static bool conn_rx_arm(struct ntbsmc_conn *conn)
 {
 	u64 seen = READ_ONCE(conn->peer_prod);
 
-	/* Already set: it has been visible since it was set and flushed. */
+	/* Already set: the peer has known it since it was announced. */
 	if (!ntbsmc_conn_want(conn, NTBSMC_F_WANT_DATA, true))
 		return false;
 	ntbsmc_conn_update(conn);
@@ -112,8 +112,15 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 				 * does not order loads (arm64's writeq neither).
 				 */
 				mb();
-				if (conn_link_ok(conn))
-					writeq(conn->rx_cons, &conn->tx_ctl->cons);
+				/*
+				 * The peer hears of the space when it waits for
+				 * it (WANT_SPACE, or its want's answer), or once
+				 * a quarter of the buffer came free; a small
+				 * message costs no write of ours.
+				 */
+				if ((conn->peer_flags & NTBSMC_F_WANT_SPACE) ||
+				    conn->rx_cons - conn->rx_cons_pub >= conn->rmb_size / 4)
+					conn_publish_cons_locked(conn);
 				spin_unlock_irqrestore(&conn->lock, lflags);
 			}
 			srcu_read_unlock(&ntbsmc_srcu, idx);
@@ -155,7 +162,7 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	if (!READ_ONCE(conn->err)) {
 		if (peek || !conn_avail(conn)) {
 			if (conn_rx_arm(conn))
-				ntbsmc_conn_wake(sk);
+				ntbsmc_conn_wake(sk, NTBSMC_WAKE_IN);
 		} else {
 			ntbsmc_conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
 		}

@@ -44,7 +44,7 @@ void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod)
 	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
 	wmb();	/* the payload before the cursor over it */
 	conn->tx_pub = prod;
-	writeq(prod, &conn->tx_ctl->prod);
+	conn_ctl_write64(conn, prod, &conn->tx_ctl->prod);
 	wmb();	/* the cursor before what follows (the doorbell, our flags) */
 }
 
@@ -121,6 +121,7 @@ static void seg_copy_cpu(struct ntbsmc_txseg *seg)
 	if (!ntbsmc_conn_link_ok(conn))
 		goto out;
 	dst = conn->peer_rmb + seg->off;
+	ntbsmc_link_wrote(conn->dev, conn, seg->len);
 	if (!seg->zc) {
 		memcpy_toio(dst, conn->stage + seg->off, seg->len);
 		goto out;
@@ -384,6 +385,8 @@ static int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, 
 	spin_unlock_irqrestore(&conn->lock, flags);
 	conn->tx_prod += len;
 
+	/* the engine's posted writes: one range, counted as one */
+	ntbsmc_link_wrote(conn->dev, conn, len);
 	ntbsmc_dma_submit(seg);
 	if (atomic_dec_and_test(&seg->descs))
 		ntbsmc_txseg_done(seg);
@@ -422,8 +425,15 @@ static u32 conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 	pagefault_disable();
 	/* Non-temporal stores: the window is write-combining. */
 	done = copy_from_iter_nocache(dst + off, first, &msg->msg_iter);
-	if (done == first && n > first)
-		done += copy_from_iter_nocache(dst, n - first, &msg->msg_iter);
+	if (done)
+		ntbsmc_link_wrote(conn->dev, conn, done);
+	if (done == first && n > first) {
+		size_t more = copy_from_iter_nocache(dst, n - first, &msg->msg_iter);
+
+		if (more)
+			ntbsmc_link_wrote(conn->dev, conn, more);
+		done += more;
+	}
 	pagefault_enable();
 	return done;
 }
@@ -463,7 +473,8 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 		conn->cpu_bytes += done;
 		ntbsmc_conn_publish_locked(conn, conn->tx_prod);
 		if (done && ntbsmc_fault(NTBSMC_FAULT_TX_BAD_CURSOR, sk))
-			writeq(conn->tx_prod + 2ULL * conn->peer_rmb_size, &conn->tx_ctl->prod);
+			conn_ctl_write64(conn, conn->tx_prod + 2ULL * conn->peer_rmb_size,
+					 &conn->tx_ctl->prod);
 	} else if (!err) {
 		err = -ECONNRESET;
 	}
@@ -578,14 +589,12 @@ void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how)
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->my_flags |= NTBSMC_F_WRITE_DONE;
 	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn)) {
+	if (conn_link_ok(conn))
 		ntbsmc_conn_publish_flags(conn);
-		conn_flush(conn);
-	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (conn_link_ok(conn))
-		ntbsmc_dev_post_event(conn->dev, conn->peer_slot);
+		ntbsmc_dev_post_event(conn->dev, conn);
 }
 
 /* No write of ours into the peer's buffer is in flight. */

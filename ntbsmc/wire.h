@@ -3,6 +3,7 @@
 #ifndef NTBSMC_WIRE_H
 #define NTBSMC_WIRE_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 #include <linux/build_bug.h>
 #include <linux/stddef.h>
@@ -35,10 +36,14 @@
 struct ntbsmc_win_hdr {
 	__le32 magic;
 	__le32 epoch;		/* the writer's link epoch */
-	/* Events for the window's owner: slot numbers whose control block changed */
-	__le32 ev_prod;		/* entries written */
-	__le32 ev_overflow;	/* bumped when the ring was full: owner rescans */
-	/* How far the writer consumed the owner's events in the writer's window */
+	__le32 reserved;
+	/* The writer's count of events it found no room for: owner rescans */
+	__le32 ev_overflow;
+	/*
+	 * How far the writer consumed the owner's events in the writer's window:
+	 * written every NTBSMC_EV_CONS_BATCH entries, so the owner sees the ring
+	 * fuller than it is, never emptier
+	 */
 	__le32 ev_cons;
 	/*
 	 * The writer's link secret of this epoch (version 4): random, written once
@@ -48,8 +53,30 @@ struct ntbsmc_win_hdr {
 	 */
 	u8 secret[32];
 	__le32 pad[3];
-	__le16 ev[NTBSMC_EV_RING];
+	/* Events for the window's owner: ntbsmc_ev_entry(), ring order */
+	__le32 ev[NTBSMC_EV_RING];
 };
+
+#define NTBSMC_EV_CONS_BATCH	(NTBSMC_EV_RING / 8)
+
+/*
+ * An event names a slot whose control block changed. It carries its own
+ * validity, so that one posted write publishes it: a tag of the ring's lap and
+ * of the owner's link epoch, never zero. A stale entry (an earlier lap, an
+ * earlier epoch, a cleared header) does not match the tag the owner expects next.
+ */
+#define NTBSMC_EV_SLOT_BITS	10
+static_assert(NTBSMC_SLOT_MAX <= 1 << NTBSMC_EV_SLOT_BITS);
+
+static inline u32 ntbsmc_ev_tag(u32 owner_epoch, u32 seq)
+{
+	return ((seq / NTBSMC_EV_RING) & 0x1fff) | ((owner_epoch & 0xff) << 13) | BIT(21);
+}
+
+static inline u32 ntbsmc_ev_entry(u32 owner_epoch, u32 seq, u32 slot)
+{
+	return ntbsmc_ev_tag(owner_epoch, seq) << NTBSMC_EV_SLOT_BITS | slot;
+}
 
 /* Flags a side publishes about its end of a connection (ntbsmc_slot.flags) */
 #define NTBSMC_F_WANT_DATA	0x01	/* ring me when you produce */
@@ -63,6 +90,12 @@ struct ntbsmc_win_hdr {
  */
 #define NTBSMC_F_DETACHED	0x20
 #define NTBSMC_F_VALID		0x3f
+/*
+ * The high half of the flags word counts the times the writer set a WANT flag
+ * (version 5): each setting asks the owner, once, whether it published what the
+ * writer has not seen (ntbsmc_slot.seen_*). See "Notifications" in conn.c.
+ */
+#define NTBSMC_F_WANT_SEQ_SHIFT	16
 
 /*
  * Control block of one connection in the window of the side that receives through
@@ -72,14 +105,22 @@ struct ntbsmc_win_hdr {
  */
 struct ntbsmc_slot {
 	__le32 token;		/* connection this block currently belongs to */
-	__le32 flags;
+	__le32 flags;		/* NTBSMC_F_*, and the want sequence above them */
 	__le64 prod;
 	__le64 cons;
-	__le32 pad[10];
+	/*
+	 * When the writer last set a WANT flag: the owner's producer (WANT_DATA)
+	 * or consumer (WANT_SPACE) cursor as the writer had seen it. Written
+	 * before the flags.
+	 */
+	__le64 seen_prod;
+	__le64 seen_cons;
+	__le32 pad[6];
 };
 
 static_assert(sizeof(struct ntbsmc_win_hdr) <= NTBSMC_SLOT_OFFSET);
 static_assert(offsetof(struct ntbsmc_win_hdr, ev) == 64);
+static_assert(offsetof(struct ntbsmc_slot, seen_prod) == 24);
 static_assert(sizeof(struct ntbsmc_slot) == 64);
 
 /* Where slot @slot's control block and RMB are in a window: the layout at the top. */
@@ -187,10 +228,12 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
  * The header's version is that of the framing, which every version keeps, so
  * that two ends of different versions read each other's HELLO_ACK and DECLINE.
  * Version 2: RMBs of any size, placed by slot. Version 3: the DETACHED flag.
- * Version 4: the proof of NTB presence; no older version is spoken.
+ * Version 4: the proof of NTB presence. Version 5: events of one write each, the
+ * want sequence and seen cursors (no read across the link); no older version is
+ * spoken.
  */
 #define NTBSMC_CLC_FRAME_VERSION	1
-#define NTBSMC_CLC_VERSION	4
+#define NTBSMC_CLC_VERSION	5
 
 #define NTBSMC_NONCE_LEN	16
 #define NTBSMC_MAC_LEN		16

@@ -316,6 +316,11 @@ enum ntbsmc_lgr_attr {
  * @NTBSMC_CONN_DMA_BYTES: u64, of @NTBSMC_CONN_TX_BYTES, moved by DMA
  * @NTBSMC_CONN_ZC_BYTES: u64, of @NTBSMC_CONN_DMA_BYTES, straight from the
  *	sender's pages (zero-copy)
+ * @NTBSMC_CONN_LINK_WRITES: u64, posted writes of this connection into the
+ *	peer's window (as %NTBSMC_STATS_LINK_WRITES)
+ * @NTBSMC_CONN_LINK_WRITE_BYTES: u64, their bytes
+ * @NTBSMC_CONN_LINK_READS: u64, reads of the peer's window across the link
+ * @NTBSMC_CONN_DOORBELLS: u64, doorbells rung for this connection
  */
 enum ntbsmc_conn_attr {
 	NTBSMC_CONN_UNSPEC,
@@ -345,6 +350,10 @@ enum ntbsmc_conn_attr {
 	NTBSMC_CONN_DMA_BYTES,
 	NTBSMC_CONN_PAD,
 	NTBSMC_CONN_ZC_BYTES,
+	NTBSMC_CONN_LINK_WRITES,
+	NTBSMC_CONN_LINK_WRITE_BYTES,
+	NTBSMC_CONN_LINK_READS,
+	NTBSMC_CONN_DOORBELLS,
 
 	__NTBSMC_CONN_MAX
 };
@@ -374,6 +383,16 @@ enum ntbsmc_conn_attr {
  *	(sysctl net.ntbsmc.recheck_ms) found data or space a waiting socket had
  *	asked to be rung for, unannounced for a whole period, and woke it. Zero
  *	unless a peer (or this host) has a bug.
+ * @NTBSMC_STATS_LINK_WRITES: posted writes into the peer's window (payload,
+ *	cursors, flags, events; a DMA segment counts as one), the sum of the three
+ *	size classes below
+ * @NTBSMC_STATS_LINK_WRITES_SMALL: of those, of at most 64 bytes
+ * @NTBSMC_STATS_LINK_WRITES_MEDIUM: of more than 64 and at most 4096 bytes
+ * @NTBSMC_STATS_LINK_WRITES_LARGE: of more than 4096 bytes
+ * @NTBSMC_STATS_LINK_WRITE_BYTES: bytes of all of them
+ * @NTBSMC_STATS_LINK_READS: reads of the peer's window across the link (each
+ *	stalls the CPU for a round trip on hardware)
+ * @NTBSMC_STATS_IRQ: doorbell interrupts taken
  */
 enum ntbsmc_stats_attr {
 	NTBSMC_STATS_UNSPEC,
@@ -398,6 +417,13 @@ enum ntbsmc_stats_attr {
 	NTBSMC_STATS_ORPHAN_RESET,
 	NTBSMC_STATS_HS_PEAK,
 	NTBSMC_STATS_HS_CONGESTED,
+	NTBSMC_STATS_LINK_WRITES,
+	NTBSMC_STATS_LINK_WRITES_SMALL,
+	NTBSMC_STATS_LINK_WRITES_MEDIUM,
+	NTBSMC_STATS_LINK_WRITES_LARGE,
+	NTBSMC_STATS_LINK_WRITE_BYTES,
+	NTBSMC_STATS_LINK_READS,
+	NTBSMC_STATS_IRQ,
 
 	__NTBSMC_STATS_MAX
 };
