@@ -43,6 +43,10 @@ static const struct nla_policy conn_policy[NTBSMC_CONN_MAX + 1] = {
 	[NTBSMC_CONN_CPU_BYTES]		= { .type = NLA_U64 },
 	[NTBSMC_CONN_DMA_BYTES]		= { .type = NLA_U64 },
 	[NTBSMC_CONN_ZC_BYTES]		= { .type = NLA_U64 },
+	[NTBSMC_CONN_LINK_WRITES]	= { .type = NLA_U64 },
+	[NTBSMC_CONN_LINK_WRITE_BYTES]	= { .type = NLA_U64 },
+	[NTBSMC_CONN_LINK_READS]	= { .type = NLA_U64 },
+	[NTBSMC_CONN_DOORBELLS]		= { .type = NLA_U64 },
 };
 
 /* Text columns, in output order. */
@@ -502,6 +506,11 @@ static void conn_print(const struct conn *c, const int *width)
 	print_attr_u64(t, "cpu_bytes", " cpu_bytes %s", a[NTBSMC_CONN_CPU_BYTES]);
 	print_attr_u64(t, "dma_bytes", " dma_bytes %s", a[NTBSMC_CONN_DMA_BYTES]);
 	print_attr_u64(t, "zc_bytes", " zc_bytes %s", a[NTBSMC_CONN_ZC_BYTES]);
+	print_attr_u64(t, "link_writes", " link_writes %s", a[NTBSMC_CONN_LINK_WRITES]);
+	print_attr_u64(t, "link_write_bytes", " link_write_bytes %s",
+		       a[NTBSMC_CONN_LINK_WRITE_BYTES]);
+	print_attr_u64(t, "link_reads", " link_reads %s", a[NTBSMC_CONN_LINK_READS]);
+	print_attr_u64(t, "doorbells", " doorbells %s", a[NTBSMC_CONN_DOORBELLS]);
 	if (show_details)
 		print_fp("\n");
 	print_close_object();

@@ -247,13 +247,16 @@ struct fake_ntb {
 	const char *dev;
 	unsigned int rmb, peer_rmb;
 	unsigned long long tx_prod, tx_cons, rx_prod, rx_cons, tx, rx, cpu, dma;
+	unsigned long long link_writes, link_write_bytes, link_reads, doorbells;
 };
 
 static const struct fake_ntb ntb_client = {
-	3, "ntb0", 65536, 131072, 1048576, 1040384, 4096, 4096, 1048576, 4096, 786432, 262144
+	3, "ntb0", 65536, 131072, 1048576, 1040384, 4096, 4096, 1048576, 4096, 786432, 262144,
+	290, 1052672, 1, 37
 };
 static const struct fake_ntb ntb_server = {
-	3, "ntb0", 131072, 65536, 4096, 4096, 1048576, 1040384, 4096, 1048576, 4096, 0
+	3, "ntb0", 131072, 65536, 4096, 4096, 1048576, 1040384, 4096, 1048576, 4096, 0,
+	33, 5120, 0, 17
 };
 
 /* The sockets CONN_GET reports, one of each kind; tests/run.sh expects exactly these. */
@@ -324,6 +327,10 @@ static void queue_conn(const struct nlmsghdr *req, const struct fake_conn *c)
 		nla_put_u64(msg, NTBSMC_CONN_CPU_BYTES, c->ntb->cpu);
 		nla_put_u64(msg, NTBSMC_CONN_DMA_BYTES, c->ntb->dma);
 		nla_put_u64(msg, NTBSMC_CONN_ZC_BYTES, c->ntb->dma / 2);
+		nla_put_u64(msg, NTBSMC_CONN_LINK_WRITES, c->ntb->link_writes);
+		nla_put_u64(msg, NTBSMC_CONN_LINK_WRITE_BYTES, c->ntb->link_write_bytes);
+		nla_put_u64(msg, NTBSMC_CONN_LINK_READS, c->ntb->link_reads);
+		nla_put_u64(msg, NTBSMC_CONN_DOORBELLS, c->ntb->doorbells);
 	}
 	nla_nest_end(msg, nest);
 	queue(msg);

@@ -121,7 +121,8 @@ cat >"$TMP/conns.py" <<'EOF'
 import json, sys
 
 ntb = ["lgr_id", "dev", "rmb_size", "peer_rmb_size", "tx_prod", "tx_cons", "rx_prod",
-       "rx_cons", "tx_bytes", "rx_bytes", "cpu_bytes", "dma_bytes", "zc_bytes"]
+       "rx_cons", "tx_bytes", "rx_bytes", "cpu_bytes", "dma_bytes", "zc_bytes",
+       "link_writes", "link_write_bytes", "link_reads", "doorbells"]
 keys = ["family", "state", "client", "local_addr", "local_port", "peer_addr", "peer_port",
         "mode", "reason", "peer_reason", "uid", "inode"] + ntb
 
@@ -136,10 +137,10 @@ def conn(family, state, client, laddr, lport, paddr, pport, mode, reason, peer_r
 want = [
     conn("inet", "ESTAB", True, "10.0.0.1", 40000, "10.0.0.2", 5000, "ntb", "none",
          "none", 1000, 40001, 3, "ntb0", 65536, 131072, 1048576, 1040384, 4096, 4096,
-         1048576, 4096, 786432, 262144, 131072),
+         1048576, 4096, 786432, 262144, 131072, 290, 1052672, 1, 37),
     conn("inet6", "ESTAB", False, "fd00::1", 5000, "fd00::2", 40001, "ntb", "none",
          "none", 0, 40002, 3, "ntb0", 131072, 65536, 4096, 4096, 1048576, 1040384,
-         4096, 1048576, 4096, 0, 0),
+         4096, 1048576, 4096, 0, 0, 33, 5120, 0, 17),
     conn("inet", "ESTAB", True, "10.0.0.1", 40002, "10.0.0.3", 5001, "tcp", "declined",
          "no_buffer", 1000, 40003),
     conn("inet", "CLOSE-WAIT", False, "10.0.0.1", 5000, "192.168.1.7", 51234, "tcp",
@@ -425,9 +426,9 @@ same "$TMP/conn.txt" "fake: connection list text"
 cat >"$TMP/conn-a.txt" <<'EOF'
 State       Local Address:Port  Peer Address:Port  Mode       Reason               LGR  UID   Inode
 ESTAB       10.0.0.1:40000      10.0.0.2:5000      ntb        -                    3    1000  40001
-	client dev ntb0 rmb 65536 peer_rmb 131072 tx_prod 1048576 tx_cons 1040384 rx_prod 4096 rx_cons 4096 tx_bytes 1048576 rx_bytes 4096 cpu_bytes 786432 dma_bytes 262144 zc_bytes 131072
+	client dev ntb0 rmb 65536 peer_rmb 131072 tx_prod 1048576 tx_cons 1040384 rx_prod 4096 rx_cons 4096 tx_bytes 1048576 rx_bytes 4096 cpu_bytes 786432 dma_bytes 262144 zc_bytes 131072 link_writes 290 link_write_bytes 1052672 link_reads 1 doorbells 37
 ESTAB       [fd00::1]:5000      [fd00::2]:40001    ntb        -                    3    0     40002
-	server dev ntb0 rmb 131072 peer_rmb 65536 tx_prod 4096 tx_cons 4096 rx_prod 1048576 rx_cons 1040384 tx_bytes 4096 rx_bytes 1048576 cpu_bytes 4096 dma_bytes 0 zc_bytes 0
+	server dev ntb0 rmb 131072 peer_rmb 65536 tx_prod 4096 tx_cons 4096 rx_prod 1048576 rx_cons 1040384 tx_bytes 4096 rx_bytes 1048576 cpu_bytes 4096 dma_bytes 0 zc_bytes 0 link_writes 33 link_write_bytes 5120 link_reads 0 doorbells 17
 ESTAB       10.0.0.1:40002      10.0.0.3:5001      tcp        declined: no_buffer  -    1000  40003
 	client
 CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        peer_no_offer        -    0     40004
@@ -508,9 +509,17 @@ Bytes
   moved by DMA                                12000
   of those, zero-copy                         16000
   DMA writes redone by the CPU                17000
+Link
+  posted writes                               22000
+  of <= 64 B                                  23000
+  of <= 4 KiB                                 24000
+  larger                                      25000
+  bytes written                               26000
+  reads across the link                       27000
 Doorbells
   rung                                         6000
   handled                                      7000
+  interrupts taken                            28000
   not needed (suppressed)                      8000
   lost, found by the re-check                 18000
 Flow control
@@ -532,6 +541,17 @@ d['buffer_full'] == 9000 and list(d['fallback_client']) == $reasons and
 list(d['fallback_server']) == $reasons and d['fallback_client']['peer_no_offer'] == 5 and
 d['fallback_server']['declined'] == 1 and d['fallback_server']['timeout'] == 0" \
 	"fake: -j stats: all reasons, in order"
+# Each counter is 1000 times its attribute number in tests/fake_kernel.c.
+json "list(d) == ['conn_ntb', 'conn_tcp', 'handshake_errors', 'handshakes_peak',
+'handshakes_congested', 'aborts', 'orphan_resets', 'tx_bytes', 'rx_bytes', 'cpu_bytes',
+'dma_bytes', 'zc_bytes', 'dma_failed', 'link_writes', 'link_writes_small',
+'link_writes_medium', 'link_writes_large', 'link_write_bytes', 'link_reads', 'doorbells_tx',
+'doorbells_rx', 'interrupts', 'doorbells_suppressed', 'notify_lost', 'buffer_full',
+'fallback_client', 'fallback_server'] and d['link_writes'] == 22000 and
+d['link_writes_small'] == 23000 and d['link_writes_medium'] == 24000 and
+d['link_writes_large'] == 25000 and d['link_write_bytes'] == 26000 and
+d['link_reads'] == 27000 and d['interrupts'] == 28000" \
+	"fake: -j stats: every counter key, in order, link counters and interrupts"
 
 expect 0 "" "fake: stats reset" -- $FAKE stats reset
 [ -z "$out" ]; result $((! $?)) "fake: stats reset prints nothing"
@@ -604,11 +624,12 @@ result $((! $?)) "fake missing: conn text dashes"
 grep -q '^	-$' <<<"$out"; result $((! $?)) "fake missing: conn -d: no role, no NTB side"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j conn" -- $FAKE -j conn
 json 'len(d) == 1 and d[0]["family"] == "inet" and d[0]["mode"] == "ntb" and
-len(d[0]) == 25 and all(v is None for k, v in d[0].items() if k not in ("family", "mode"))' \
+len(d[0]) == 29 and all(v is None for k, v in d[0].items() if k not in ("family", "mode"))' \
 	"fake missing: -j conn: every key, null when not sent"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: stats" -- $FAKE stats
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j stats" -- $FAKE -j stats
-json 'd["conn_ntb"] == 7 and d["conn_tcp"] is None and d["fallback_client"] is None' \
+json 'd["conn_ntb"] == 7 and d["conn_tcp"] is None and d["fallback_client"] is None and
+d["link_writes"] is None and d["link_reads"] is None and d["interrupts"] is None' \
 	"fake missing: -j stats nulls"
 
 NTBSMC_FAKE=unknown expect 0 "" "fake unknown: dev" -- $FAKE dev
