@@ -105,7 +105,7 @@
 #define SMC_V1		0x10
 #define SMC_PEERNOSMC	0x03010000
 #define HELLO_ID	"NTBSMC\x00\x01"
-#define VERSION		4	/* the protocol version with the proof of NTB presence */
+#define VERSION		5	/* the protocol version: the proof of NTB presence (4 on), one-write events (5) */
 #define VERSION_OLD	3	/* the one before: no proof, still spoken by old code */
 
 #define CLC_MAGIC	"NTBS"
@@ -1445,7 +1445,7 @@ static void serve_one(int fd, struct tally *t)
 		len = rec.answer_len;
 	} else if (!strcmp(opt.attack, "claim") &&
 		   ((struct hello *)msg)->reserved[0] >= VERSION) {
-		name = "claim:v4";
+		name = "claim:v5";
 		len = answer_build(msg, CHALLENGE, VERSION, VERSION, rec.server_sysid);
 	} else {
 		name = strcmp(opt.attack, "claim") ? "legacy:v3" : "claim:v3";

@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A want that crosses a cursor on the link costs a doorbell, never a wakeup.
+#
+#   host a: wakeup writer  <========  host b: wakeup reader (source port SRC)
+#
+# Nothing is read across the link (protocol version 5), so a reader's WANT_DATA
+# and the writer's cursor may pass each other: on hardware a posted write takes
+# a while to land, on the emulated fabric it lands at once. Fault want_late
+# makes the reader's want land delay_ms after the reader looked and fell asleep,
+# and the writer writes into that gap, finds no want and does not ring. The
+# want's own event makes the writer compare the cursor the reader had seen with
+# its own, and ring (conn.c, "Notifications").
+#
+# answered: the re-check off (recheck_ms=0), so that nothing else can wake the
+# reader: every round must end, its bytes checked, with no lost notification,
+# and want_late must have fired in every round. unanswered: the same with the
+# writer's answers dropped (fault answer_drop), the re-check at 100 ms: the
+# reader is woken by the re-check alone, counted as lost notifications - the
+# case above would hang without the answer, this one shows the race was real.
+# One VM: the two programs pace each other through a FIFO.
+source "$REPO/selftests/lib.sh"
+source "$REPO/selftests/ulp/lib.sh"
+
+test_phases ulp_setup ulp_cleanup_faults "$@"
+
+need_faults
+ulp_wait_active
+W=$REPO/selftests/ulp/wakeup
+FIFO=/tmp/ntbsmc-wakeup.fifo
+RECHECK=/proc/sys/net/ntbsmc/recheck_ms
+recheck_default=$(inns cat $RECHECK)
+ROUNDS=12
+port=6960
+
+# wakeup_case NAME RECHECK_MS: ROUNDS rounds on a fresh connection; sets $lost
+# (the reader's notifications found by the re-check) on host b.
+wakeup_case() {
+	local name=$1 src srv rc out lost0 tx0 rx0
+	port=$((port + 1))
+	src=$((port + 100))
+	inns sh -c "echo $2 >$RECHECK" || fail "cannot set recheck_ms=$2"
+	stats
+	lost0=$(stat_of notify_lost) tx0=$(stat_of tx_bytes) rx0=$(stat_of rx_bytes)
+	if [ "$ROLE" = a ]; then
+		rm -f $FIFO
+		mkfifo $FIFO || fail "mkfifo"
+		fault_set want_late "$ROUNDS" 200 "$src"
+		[ "$name" = unanswered ] && fault_set answer_drop -1 0 "$port"
+		inns "$W" writer "$MY_IP" $port $ROUNDS $FIFO >"$WORK/$name.json" 2>&1 &
+		srv=$!
+		wait_for 60 "wakeup writer on $port" pid_listening $srv $port
+		barrier "$name-listening"
+		wait $srv
+		rc=$?
+	else
+		barrier "$name-listening"
+		inns "$W" reader "$PEER_IP" $port $ROUNDS $FIFO $src >"$WORK/$name.json" 2>&1
+		rc=$?
+	fi
+	out=$(tail -1 "$WORK/$name.json")
+	log "$name: $out"
+	check "$name: wakeup $ROLE exited $rc: $out" [ $rc = 0 ]
+	barrier "$name-done"
+	stats
+	lost=$(($(stat_of notify_lost) - lost0))
+	if [ "$ROLE" = a ]; then
+		# (unanswered, the re-check may end a round before its want landed,
+		# and the next round's want is then on time)
+		[ "$name" = answered ] &&
+			check "$name: want_late fired in all $ROUNDS rounds (times left $(cat $FAULTS/want_late/times))" \
+				[ "$(cat $FAULTS/want_late/times)" = 0 ]
+		check "$name: sent $(($(stat_of tx_bytes) - tx0)) bytes over NTB, want $((3 * ROUNDS))" \
+			[ $(($(stat_of tx_bytes) - tx0)) -ge $((3 * ROUNDS)) ]
+		fault_clear want_late answer_drop
+	else
+		check "$name: received $(($(stat_of rx_bytes) - rx0)) bytes over NTB, want $((3 * ROUNDS))" \
+			[ $(($(stat_of rx_bytes) - rx0)) -ge $((3 * ROUNDS)) ]
+	fi
+	inns sh -c "echo $recheck_default >$RECHECK"
+	barrier "$name-cleared"
+}
+
+wakeup_case answered 0
+[ "$ROLE" = b ] && check "answered: $lost notifications lost, want 0" [ $lost = 0 ]
+
+wakeup_case unanswered 100
+[ "$ROLE" = b ] &&
+	check "unanswered: $lost notifications found by the re-check, want >= $((ROUNDS / 2)) (the race was hit)" \
+		[ $lost -ge $((ROUNDS / 2)) ]
+checked
