@@ -39,8 +39,11 @@
  * until FILE exists (at most 120 s): a peer whose application has not closed
  * yet. Each side prints one JSON line:
  *
- *   {"rounds": 50, "lost": 0, "ntb": 50, "ntb_bytes": 6553600, "first": "..."}
+ *   {"rounds": 50, "lost": 0, "ntb": 50, "ntb_bytes": 6553600, "first": "...",
+ *    "not_ntb": ""}
  *
+ * "not_ntb" is the first round that did not run over NTB: its mode, reason and
+ * the peer's ("tcp/declined, peer auth"), so that a failure says which fallback.
  * "ntb" counts the rounds that ran over NTB and "ntb_bytes" the bytes that
  * crossed it to the reading end (its rx_bytes; the writing end counts none): a
  * connection that fell back to TCP also delivers. "bytes" is what the rounds
@@ -75,6 +78,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/ntbsmc.h>
+#include "names.h"
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -122,6 +126,7 @@ static struct {
 	unsigned long lost, ntb;
 	uint64_t ntb_bytes, bytes;
 	char first[160];
+	char not_ntb[160];	/* the first round that was not NTB: its mode and reasons */
 } res;
 
 static void lost(unsigned long round, const char *fmt, ...)
@@ -238,8 +243,16 @@ static void count_ntb(int fd, bool rx)
 			break;
 		usleep(1000);
 	}
-	if (info.mode != NTBSMC_MODE_NTB)
+	if (info.mode != NTBSMC_MODE_NTB) {
+		char m[32], r[32], pr[32];
+
+		if (!res.not_ntb[0])
+			snprintf(res.not_ntb, sizeof(res.not_ntb), "%s/%s, peer %s",
+				 mode_name(info.mode, m, sizeof(m)),
+				 reason_name(info.reason, r, sizeof(r)),
+				 reason_name(info.peer_reason, pr, sizeof(pr)));
 		return;
+	}
 	res.ntb++;
 	if (rx)
 		res.ntb_bytes += info.rx_bytes;
@@ -718,7 +731,7 @@ int main(int argc, char **argv)
 	else
 		run_client();
 	printf("{\"rounds\": %lu, \"lost\": %lu, \"ntb\": %lu, \"ntb_bytes\": %" PRIu64
-	       ", \"bytes\": %" PRIu64 ", \"first\": \"%s\"}\n", opt.rounds, res.lost,
-	       res.ntb, res.ntb_bytes, res.bytes, res.first);
+	       ", \"bytes\": %" PRIu64 ", \"first\": \"%s\", \"not_ntb\": \"%s\"}\n",
+	       opt.rounds, res.lost, res.ntb, res.ntb_bytes, res.bytes, res.first, res.not_ntb);
 	return res.lost ? 1 : 0;
 }
