@@ -15,6 +15,8 @@
 #     receiver at most 32 (its consumer cursor in quarters of its buffer,
 #     its wants)
 #
+#   1-byte round trips with doorbell_flush=1: one read per doorbell, no other
+#
 # A read across the link stalls the CPU for microseconds on hardware and
 # nothing here, so only a count shows it; the bounds include a connection's
 # set-up and close (SLACK writes). Each case also checks that its bytes went
@@ -107,6 +109,16 @@ inns sysctl -qw net.ntbsmc.busy_poll_us=1000 || fail "cannot set busy_poll_us"
 run_case rr_busy_poll rr $COUNT
 inns sysctl -qw net.ntbsmc.busy_poll_us=0
 rr_budget rr_busy_poll
+
+# doorbell_flush (hardware whose fence does not order the doorbell): exactly one
+# read per doorbell, and none elsewhere; with the bench's doorbell price on, so
+# that its timer path runs under the debug kernel too.
+P=/sys/module/ntbsmc/parameters
+echo 1 >$P/doorbell_flush && echo 5000 >$P/price_doorbell_ns || fail "cannot set the module's parameters"
+run_case rr_flush rr 500
+echo 0 >$P/doorbell_flush && echo 0 >$P/price_doorbell_ns
+check "rr_flush: ${d[link_reads]} reads across the link for ${d[doorbells_tx]} doorbells, want one each" \
+	[ "${d[link_reads]}" = "${d[doorbells_tx]}" -a "${d[link_reads]}" -ge 500 ]
 
 run_case stream_cpu stream 65536 $SECS
 stream_budget stream_cpu
