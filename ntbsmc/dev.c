@@ -41,16 +41,17 @@ void ntbsmc_dev_put(struct ntbsmc_dev *dev)
  * The hardware's price, for make bench: a read across a real NTB link stalls the
  * CPU for microseconds, a doorbell reaches the peer's CPU later than its write
  * left ours. The emulated fabric costs neither, so it is charged here: every
- * read spins price_read_ns, every doorbell is taken price_doorbell_ns later
- * (ntbsmc_dev.db_timer). Off in the module users install (it has no reason to
- * be slower than its hardware); the test build charges reads by default.
+ * read spins price_read_ns, every doorbell's handler spins price_doorbell_ns
+ * before it schedules the tasklet (the delay is right; on hardware it costs no
+ * CPU). Off in the module users install (it has no reason to be slower than
+ * its hardware); the test build charges reads by default.
  */
 static unsigned int price_read_ns = IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION) ? 1500 : 0;
 static unsigned int price_doorbell_ns;
 module_param(price_read_ns, uint, 0644);
 MODULE_PARM_DESC(price_read_ns, "Benchmarks: each read across the link spins this long (default 0; test build 1500)");
 module_param(price_doorbell_ns, uint, 0644);
-MODULE_PARM_DESC(price_doorbell_ns, "Benchmarks: each doorbell is handled this much later (default 0)");
+MODULE_PARM_DESC(price_doorbell_ns, "Benchmarks: each doorbell is handled this much later, spinning (default 0)");
 
 /*
  * One read across the link before each doorbell, for hardware whose write-
@@ -324,7 +325,6 @@ static void dev_go_down(struct ntbsmc_dev *dev)
 	if (dev->state == NTBSMC_DEV_DOWN)
 		return;
 	WRITE_ONCE(dev->state, NTBSMC_DEV_DOWN);
-	hrtimer_cancel(&dev->db_timer);
 	tasklet_kill(&dev->ev_tasklet);
 	dev_abort_all(dev, "link down");
 	/* Nothing of ours may land in the peer's window after this epoch. */
@@ -531,19 +531,10 @@ static void dev_db_event(void *ctx, int vector)
 		mod_delayed_work(system_wq, &dev->bringup_work, 0);
 	if (!(bits & BIT_ULL(NTBSMC_DB_EVENT)))
 		return;
-	if (ns && !hrtimer_active(&dev->db_timer))
-		hrtimer_start(&dev->db_timer, ns_to_ktime(ns), HRTIMER_MODE_REL);
-	else if (!ns)
-		tasklet_schedule(&dev->ev_tasklet);
-}
-
-/* The test build's doorbell price (price_doorbell_ns): delivered late. */
-static enum hrtimer_restart dev_db_timer(struct hrtimer *t)
-{
-	struct ntbsmc_dev *dev = container_of(t, struct ntbsmc_dev, db_timer);
-
+	/* the bench's doorbell price: a timer this short costs far more under emulation */
+	if (ns)
+		ndelay(ns);
 	tasklet_schedule(&dev->ev_tasklet);
-	return HRTIMER_NORESTART;
 }
 
 static const struct ntb_ctx_ops ntbsmc_ctx_ops = {
@@ -690,8 +681,6 @@ static int ntbsmc_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	spin_lock_init(&dev->slot_lock);
 	spin_lock_init(&dev->ev_lock);
 	tasklet_setup(&dev->ev_tasklet, dev_ev_tasklet);
-	hrtimer_init(&dev->db_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
-	dev->db_timer.function = dev_db_timer;
 	INIT_DELAYED_WORK(&dev->bringup_work, dev_bringup_work);
 	INIT_WORK(&dev->link_work, dev_link_work);
 	INIT_DELAYED_WORK(&dev->lgr_idle_work, dev_lgr_idle_work);
@@ -734,7 +723,6 @@ static void ntbsmc_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	ntb_db_set_mask(ntb, BIT_ULL(NTBSMC_DB_EVENT) | BIT_ULL(NTBSMC_DB_BRINGUP));
 	ntb_clear_ctx(ntb);
 	/* no doorbell is handled after this (its callback is gone), none pending */
-	hrtimer_cancel(&dev->db_timer);
 	tasklet_kill(&dev->ev_tasklet);
 	cancel_work_sync(&dev->link_work);
 	cancel_delayed_work_sync(&dev->bringup_work);

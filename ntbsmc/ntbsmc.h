@@ -62,7 +62,6 @@
 #include <linux/refcount.h>
 #include <linux/workqueue.h>
 #include <linux/interrupt.h>
-#include <linux/hrtimer.h>
 #include <linux/srcu.h>
 #include <net/sock.h>
 #include <net/netns/generic.h>
@@ -197,7 +196,6 @@ struct ntbsmc_dev {
 	u32 ev_rx_cons_pub;		/* ... as the peer was last told */
 	u32 ev_rx_overflow;
 	struct tasklet_struct ev_tasklet;
-	struct hrtimer db_timer;	/* test build: a doorbell's price (dev.c) */
 
 	struct delayed_work bringup_work;
 	struct work_struct link_work;
