@@ -16,11 +16,20 @@ mkdir -p "$TOP"
 trap vm_cleanup EXIT
 BENCH_TESTS=(${NTBSMC_BENCH:-bench/fabric.sh bench/ulp.sh bench/rmb.sh bench/dma.sh bench/wrk.sh})
 
+# bench_env: the bench's settings exported here (BENCH_SECS, BENCH_PAIRS, ...,
+# read by the guest's scripts), as assignments for the guest's job.
+bench_env() {
+	local v
+	for v in $(compgen -e | grep '^BENCH_'); do
+		printf ' %s=%q' "$v" "${!v}"
+	done
+}
+
 job() {
 	local vm=$1
 	shift
 	cat >"$RUN/job.$vm" <<JOB
-export REPO=$REPO KBUILD=$KBUILD IVS_PARAMS=profile=default BENCH=1
+export REPO=$REPO KBUILD=$KBUILD IVS_PARAMS=profile=default BENCH=1$(bench_env)
 bash $REPO/selftests/vm/guest-run.sh $* >/run/out/tap.$vm
 JOB
 }
@@ -51,6 +60,16 @@ for t in onevm twovm; do
 	grep -h "^# \[a .*\] bench: " "$TOP/$t"/tap.a 2>/dev/null |
 		sed 's/^# \[a [0-9.]*\] bench: //' | while IFS='|' read -r what val; do
 			printf '%-8s %-52s %s\n' "$t" "$what" "$val"
+		done
+	# A plot per comparison of bench/ulp.sh, from the samples host a logged
+	# (ID|TITLE|UNIT|SERIES|VALUES): the spread behind the medians above.
+	samples=$(sed -n 's/^# \[a [0-9.]*\] samples: //p' "$TOP/$t"/tap.a 2>/dev/null)
+	awk -F'|' '$1 != "" && !seen[$1]++ { print $1 "|" $2 }' <<<"$samples" |
+		while IFS='|' read -r id title; do
+			svg=$TOP/$t-$id.svg
+			awk -F'|' -v id="$id" -v topo="$([ $t = onevm ] && echo "one VM" || echo "two VMs")" \
+				-f "$REPO/selftests/bench/plot.awk" <<<"$samples" >"$svg"
+			printf '%-8s %-52s %s\n' "$t" "plot: $title" "$svg"
 		done
 done
 fails=$(grep -h "^not ok" "$TOP"/*/tap.* 2>/dev/null)
