@@ -732,7 +732,7 @@ static void release_held(struct plx_ntb *plx)
  */
 void plx_ntb_check_link(struct plx_ntb *plx)
 {
-	bool phys = phys_link(plx, NULL, NULL), up;
+	bool phys = phys_link(plx, NULL, NULL), up, bounced = false;
 
 	mutex_lock(&plx->cfg_lock);
 	if (!phys && plx->phys_up) {
@@ -742,10 +742,21 @@ void plx_ntb_check_link(struct plx_ntb *plx)
 		/* a DL_Down during the set-up sets the bit again: once more then */
 		plx_ntb_setup(plx);
 		dev_info(plx->dev, "link back, chip set up again\n");
+		/*
+		 * Down and back between two looks, the clients told of neither:
+		 * doorbells and scratchpad writes that crossed meanwhile are gone,
+		 * and a client waiting for one would wait for ever. Tell them.
+		 */
+		bounced = plx->link_up;
 	}
 	plx->phys_up = phys;
 	up = phys && peer_answers(plx);
 	mutex_unlock(&plx->cfg_lock);
+	if (bounced) {
+		WRITE_ONCE(plx->link_up, false);
+		dev_info(plx->dev, "link down (lost and back between two looks)\n");
+		ntb_link_event(&plx->ntb);
+	}
 	if (up != plx->link_up) {
 		WRITE_ONCE(plx->link_up, up);
 		dev_info(plx->dev, "link %s\n", up ? "up" : "down");

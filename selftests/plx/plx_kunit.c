@@ -919,6 +919,18 @@ static void doorbells_held(struct kunit *test)
 	EXPECT_WRITES(test, env, isr);
 }
 
+/* Link events the driver reported to its client (dl_down) */
+static int link_events;
+
+static void count_link_event(void *ctx)
+{
+	link_events++;
+}
+
+static const struct ntb_ctx_ops count_ops = {
+	.link_event = count_link_event,
+};
+
 static void dl_down(struct kunit *test)
 {
 	static const struct plx_w corr[] = { W0(0x3efe0, 0x1), W_END };
@@ -927,6 +939,9 @@ static void dl_down(struct kunit *test)
 	struct plx_fake *f = &env->fake;
 	enum ntb_speed speed;
 	enum ntb_width width;
+	int events;
+
+	KUNIT_ASSERT_EQ(test, ntb_set_ctx(env->ntb, NULL, &count_ops), 0);
 
 	skip_writes(env);
 	f->lnksta = LNKSTA_UP_X4;
@@ -960,12 +975,18 @@ static void dl_down(struct kunit *test)
 	f->bar0[0x3efe0 / 4] = 0;
 
 	f->lnksta = LNKSTA_UP_X4;
+	events = link_events;
 	plx_ntb_check_link(env->plx);
 	EXPECT_WRITES(test, env, b2b_bar0_at_bar4, b2b_out_bar2_bar4, rid_lut_link_nt0,
 		      rid_lut_nt0v, win_bar2_b2b64_clear, win_bar4_b2b64_clear, link_cmd_nt0);
+	/* the clients never saw it down: told of the loss, then of the link back */
+	KUNIT_EXPECT_EQ(test, link_events - events, 2);
+	KUNIT_EXPECT_TRUE(test, env->plx->link_up);
 	/* once only */
 	plx_ntb_check_link(env->plx);
 	EXPECT_NO_WRITE(test, env);
+	KUNIT_EXPECT_EQ(test, link_events - events, 2);
+	ntb_clear_ctx(env->ntb);
 }
 
 /*
