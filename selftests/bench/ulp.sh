@@ -215,6 +215,8 @@ counted() {
 	local name=$1 label=$2 per=$3 s0 mine theirs
 	mode "$4" "$5"
 	shift 5
+	# host b only serves: its snapshot waits until host a's last sample ended
+	barrier "count-$name-ready"
 	stats
 	s0=$STATS
 	barrier "count-$name"
