@@ -948,7 +948,8 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
  * asleep for good. What the previous tick found that the socket's users were
  * not told of, and still are not, had a whole period for its doorbell: wake
  * the socket and count it. The test build warns too, unless the test dropped
- * doorbells on purpose (faults notify_drop, answer_drop).
+ * doorbells on purpose (faults notify_drop, want_late, answer_drop: a late
+ * want can be found lost before the answer it waits for is dropped).
  */
 static void conn_recheck(struct timer_list *t)
 {
@@ -1001,6 +1002,7 @@ static void conn_recheck(struct timer_list *t)
 		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_NOTIFY_LOST, 1);
 		if (IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION) &&
 		    !ntbsmc_fault_hit(NTBSMC_FAULT_NOTIFY_DROP) &&
+		    !ntbsmc_fault_hit(NTBSMC_FAULT_WANT_LATE) &&
 		    !ntbsmc_fault_hit(NTBSMC_FAULT_ANSWER_DROP))
 			pr_warn_ratelimited("ntbsmc: %s: slot %u: lost notification: %llu bytes readable or space unannounced for over %u ms\n",
 					    conn->dev->name, conn->my_slot, bytes, ms);

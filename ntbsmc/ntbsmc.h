@@ -18,7 +18,8 @@
  * ntbsmc_conn_alloc() until ntbsmc_sock_set_conn() hands it over (or releases
  * it); once released, conn_maybe_release() puts it when the slot is given back.
  * hold_timer and recheck_timer hold one while pending, the segment ring one
- * while a write is in flight (ring_ref; tx_work runs under it). The event
+ * while a write is in flight (ring_ref; tx_work runs under it), the test
+ * build's want_late_work one while pending. The event
  * tasklet and dev_abort_all() find connections in dev->conns[] under RCU and
  * take one with refcount_inc_not_zero(). A DMA completion uses its connection
  * under rcu_read_lock() (ntbsmc_txseg_done()). conn->sk is cleared under
