@@ -14,7 +14,7 @@ release=${2:-$(cat "$kdir/include/config/kernel.release" 2>/dev/null)}
 for conf in "$kdir/include/config/auto.conf" "$kdir/.config"; do
 	[ -r "$conf" ] || continue
 	grep -Eq '^CONFIG_NTB=[ym]$' "$conf" && exit 0
-	echo "ntbsmc: kernel ${release:-in $kdir} has no NTB core (CONFIG_NTB): build a kernel with CONFIG_NTB=m or y, see README.md \"Installing on real hardware\"" >&2
+	echo "ntbsmc: kernel ${release:-in $kdir} has no NTB core (CONFIG_NTB): build a kernel with CONFIG_NTB=m or y, or install the ntbsmc-dkms package, which builds the NTB core from linux-source (README.md, \"Installing on real hardware\")" >&2
 	exit 1
 done
 echo "ntbsmc: $kdir is not a configured kernel build tree (no include/config/auto.conf or .config)" >&2

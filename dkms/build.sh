@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# build.sh KDIR KVER: DKMS's build of the modules for kernel KVER (build tree
+# KDIR), in the DKMS build tree this script is in: the kernel's own drivers it
+# lacks (kernel-src.sh) in kernel/, then ntbsmc and ntb_hw_plx, in one kbuild
+# run so that their symbols resolve against each other (one Module.symvers).
+#   build.sh clean KDIR: removes what it built.
+set -eu
+tree=$(cd "$(dirname "$0")/.." && pwd)
+if [ "$1" = clean ]; then
+	[ -e "$tree/Kbuild" ] && make -C "$2" M="$tree" clean
+	rm -rf "$tree/kernel" "$tree/Kbuild"
+	exit 0
+fi
+kdir=$1
+kver=$2
+rm -rf "$tree/kernel"
+need=$(sh "$tree/dkms/kernel-src.sh" prepare "$kdir" "$kver" "$tree/kernel" | tr "\n" " ")
+dirs=""
+ntb=""
+for d in $need; do
+	dirs="$dirs kernel/$d/"
+	echo "ntbsmc: building $d from the kernel's source (kernel/$d/Kbuild)"
+done
+# ntbsmc/ and ntb_hw_plx/ link only against an NTB core: this one's.
+case " $need " in *" ntb "*) ntb=CONFIG_NTB=m ;; esac
+printf '# SPDX-License-Identifier: GPL-2.0\n# Written by dkms/build.sh for %s\nobj-y +=%s ntbsmc/ ntb_hw_plx/\n' \
+	"$kver" "$dirs" >"$tree/Kbuild"
+# shellcheck disable=SC2086
+exec make -C "$kdir" M="$tree" $ntb modules
