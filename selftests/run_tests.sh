@@ -296,24 +296,53 @@ onevm_boot() {
 	vm_cleanup
 }
 
-# pkg_boot: the Debian packages end to end (vm/pkg.sh): built, installed with
-# dpkg -i in a throwaway root, the module built there by DKMS for the 6.1 guest
-# kernel, a one-VM guest booted on that root running ulp/packaged.sh, and the
-# packages purged without a trace.
+# pkg_boot: the Debian packages end to end on Debian's own kernels (vm/pkg.sh):
+# built, Debian's unmodified kernel images of both series installed in a
+# throwaway root and then the packages with dpkg -i, whose DKMS builds
+# ntbsmc, ntb_hw_plx, the NTB core and plx_dma for each; DKMS for the debug
+# test kernel, which has the NTB core; one VM a series booted on Debian's
+# kernel from that root, running ulp/packaged.sh over the test fabric and
+# ulp/packaged_plx.sh over the PEX model; and the packages purged without a
+# trace.
 pkg_boot() {
-	local boot=pkg-6.1
-	PKG_BOOT=$boot
-	RUN=$TOP/$boot
+	local rel rels series boot
+	PKG_BOOT=pkg
+	RUN=$TOP/pkg
 	mkdir -p "$RUN"
-	echo "# the packages in a throwaway root ($boot)"
+	echo "# the packages on Debian's kernels, in a throwaway root (pkg)"
 	source "$REPO/selftests/vm/pkg.sh"
-	if pkg_up; then
-		IVS_PARAMS="profile=default"
-		vm_server fabric || { record "not ok $boot/ivshmem_server"; pkg_teardown; return; }
-		job a onevm ulp/packaged.sh
-		VM_ROOT=$PKG_ROOT vm_run a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
-		check_boot "$boot" a
-		vm_cleanup
+	# how DKMS chooses the source of the kernel's drivers, case by case
+	if bash "$REPO/selftests/vm/kernel-src-test.sh" >"$RUN/kernel-src-test.log" 2>&1; then
+		record "ok pkg/dkms_source_choice # $(grep -c '^ok' "$RUN/kernel-src-test.log") cases"
+	else
+		record "not ok pkg/dkms_source_choice # $(grep '^not ok' "$RUN/kernel-src-test.log" | head -3)"
+	fi
+	mapfile -t rels < <(pkg_stock_releases)
+	if [ "${#rels[@]}" != 2 ]; then
+		record "not ok pkg/kernel_images # Debian's kernel headers of 6.1 and 6.12 not both installed: ${rels[*]}"
+		return
+	fi
+	if pkg_up "${rels[@]}"; then
+		pkg_own_core "$KBUILD"
+		for rel in "${rels[@]}"; do
+			series=$(pkg_series "$rel")
+			boot=pkg-debian-$series
+			RUN=$TOP/$boot
+			mkdir -p "$RUN"
+			if ! pkg_fabric "$rel" "$RUN/modules"; then
+				record "not ok $boot/fabric_build # see $RUN/modules/build.log"
+				continue
+			fi
+			IVS_PARAMS="profile=default"
+			vm_server fabric || { record "not ok $boot/ivshmem_server"; continue; }
+			KBUILD_a=/lib/modules/$rel/build MODDIR_a=$RUN/modules \
+				job a onevm ulp/packaged.sh ulp/packaged_plx.sh
+			KIMAGE_a=$PKG_ROOT/boot/vmlinuz-$rel KINITRD_a=$PKG_ROOT/boot/initrd.img-$rel \
+				VM_ROOT=$PKG_ROOT vm_run a $(vm_ntb_port fabric 0) $(vm_ntb_port fabric 1)
+			check_boot "$boot" a
+			vm_cleanup
+		done
+		RUN=$TOP/pkg
 		pkg_purge
 	fi
 	pkg_teardown

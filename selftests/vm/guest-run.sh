@@ -50,6 +50,8 @@ if [ -n "${IVS_PARAMS:-}" ] ||
 	case " ${IVS_PARAMS:-} " in
 	*" profile=plx "*) insmod "$MODDIR/ntb_hw_plx/ntb_hw_plx.ko" || exit 1 ;;
 	esac
+	# Debian's own kernel (the pkg boots): the NTB core is a module, DKMS's
+	[ -e "/lib/modules/$(uname -r)/modules.dep" ] && modprobe ntb
 	# shellcheck disable=SC2086
 	insmod "$ivs" ${IVS_PARAMS:-} || exit 1
 	wait_for 60 "$nports NTB port(s)" test "$(ntb_ports)" -ge "$nports"

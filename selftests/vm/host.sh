@@ -66,14 +66,18 @@ vm_ntb_port() {
 
 # vm_start VM QEMU-ARGS...: boots guest VM in the background; it runs $RUN/job.VM,
 # on the kernel KIMAGE_<VM> if set, else KIMAGE; its root is the host's root, or
-# VM_ROOT (read-only either way).
+# VM_ROOT (read-only either way). A kernel with an initramfs, KINITRD_<VM> or
+# KINITRD (Debian's own, vm/stock.sh), mounts that root with the initramfs's
+# ntbsmc9p boot script; the test kernels have 9p built in.
 vm_start() {
-	local vm=$1 kimage
+	local vm=$1 kimage initrd
 	shift
-	eval "kimage=\${KIMAGE_$vm:-\$KIMAGE}"
+	eval "kimage=\${KIMAGE_$vm:-\$KIMAGE} initrd=\${KINITRD_$vm:-\${KINITRD:-}}"
 	# root= names the 9p mount tag: 6.1 stripped a "/dev/" from it, 6.12 does not
 	local append="console=ttyS0 root=root rootfstype=9p"
 	append+=" rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=262144 ro"
+	local initrd_args=()
+	[ -n "$initrd" ] && append+=" boot=ntbsmc9p" && initrd_args=(-initrd "$initrd")
 	append+=" init=$REPO/selftests/vm/guest-init NTBSMC_VM=$vm panic=-1"
 	# Under TCG the guest's TSC is the host's. Calibrating it against the PIT fails
 	# under load, and the jiffies-based watchdog (TCG loses ticks) would reject it:
@@ -98,7 +102,7 @@ vm_start() {
 	timeout -s KILL "$VM_TIMEOUT" "$QEMU" -M pc -cpu max,la57=off,erms=off,fsrm=off \
 		-smp "$VM_SMP,sockets=$VM_SMP" -m "$VM_MEM" \
 		-nodefaults -display none -no-reboot -pidfile "$RUN/qemu.$vm.pid" \
-		-kernel "$kimage" -append "$append" \
+		-kernel "$kimage" "${initrd_args[@]}" -append "$append" \
 		-serial "file:$RUN/console.$vm.log" \
 		-fsdev "local,id=root,path=${VM_ROOT:-/},security_model=none,readonly=on,multidevs=remap" \
 		-device virtio-9p-pci,fsdev=root,mount_tag=root \
