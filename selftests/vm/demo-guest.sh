@@ -9,14 +9,16 @@ source "$REPO/selftests/ulp/lib.sh"
 mkdir -p "$SYNC"
 ip link set eth0 up
 ip addr add "10.77.0.$([ "$me" = a ] && echo 1 || echo 2)/24" dev eth0
-insmod "$REPO/selftests/fabric/ntb_hw_ivshmem.ko" || exit 1
-insmod "$REPO/ntbsmc/ntbsmc.ko" || exit 1
+# ntbsmc and the NTB core as DKMS installed them; the emulated port's driver
+modprobe ntb || exit 1
+insmod "$MODDIR/selftests/fabric/ntb_hw_ivshmem.ko" || exit 1
+modprobe ntbsmc || exit 1
 wait_for 60 "ntbsmc link" sh -c "dmesg | grep -q 'ntbsmc: link active'"
 barrier up
 X=$XFER
 NB=$REPO/selftests/ulp/nbench
-CLI=$REPO/netlink-tool/ntbsmc
-RUNNER=$REPO/netlink-tool/ntbsmc_run
+CLI=/usr/sbin/ntbsmc
+RUNNER=/usr/sbin/ntbsmc_run
 SRV=10.77.0.2
 
 # The views an operator has while a connection is open, on both hosts.
@@ -72,6 +74,7 @@ l1=$("$NB" client --ulp $SRV 7011 rr 2000)
 l2=$("$NB" client $SRV 7012 rr 2000)
 barrier measured
 echo "ntbsmc demo: VM a -> VM b over an emulated NTB link (and virtio-net for TCP)"
+echo "kernel $(uname -r) ($(uname -v | sed -n 's/.*\(Debian [^ ]*\).*/\1/p')), $(modinfo -n ntbsmc), $("$CLI" -V)"
 echo
 printf '%-40s %-28s %-7s\n' "connection ($BYTES / 1000000 bytes, every byte checked)" "ran over" "data"
 show "unmodified client under ntbsmc_run" "$r1"
