@@ -2,7 +2,7 @@
 #
 # make              modules (against KDIR) and userspace tools
 # make check        the test suite: guest kernel, QEMU topologies, kselftest TAP
-# make demo         the main job on the emulated fabric
+# make demo         the main job on the emulated fabric, on Debian's own kernel
 # make bench        figures on the non-debug guest kernel
 # make install      modules and tools for KDIR's kernel (real hardware)
 #
