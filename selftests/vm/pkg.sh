@@ -47,6 +47,31 @@ pkg_teardown() {
 	return 0
 }
 
+# pkg_submounts: the host's filesystems mounted below / (a separate /var,
+# /home, or the checkout's), overlaid too: an overlay of / shows none of them.
+# Not the kernel's own (proc, sysfs, ...) nor scratch tmpfs, unless the
+# checkout is there.
+pkg_submounts() {
+	local mnt fstype i=0
+	while read -r mnt fstype; do
+		case $mnt in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run|/run/*) continue ;; esac
+		case $PKG_DIR/ in "$mnt"/*) continue ;; esac
+		case $fstype in
+		proc|sysfs|devtmpfs|devpts|cgroup|cgroup2|debugfs|tracefs|securityfs|pstore|bpf|\
+		mqueue|hugetlbfs|fusectl|configfs|autofs|binfmt_misc|nsfs|efivarfs|overlay|9p)
+			continue ;;
+		tmpfs|ramfs)
+			case $REPO/ in "$mnt"/*) ;; *) continue ;; esac ;;
+		esac
+		[ -d "$PKG_DIR/root$mnt" ] || continue
+		i=$((i + 1))
+		mkdir "$PKG_DIR/rw/upper.$i" "$PKG_DIR/rw/work.$i" &&
+		mount -t overlay ntbsmc-pkg \
+			-o "lowerdir=$mnt,upperdir=$PKG_DIR/rw/upper.$i,workdir=$PKG_DIR/rw/work.$i" \
+			"$PKG_DIR/root$mnt" || return 1
+	done < <(findmnt -rn -o TARGET,FSTYPE)
+}
+
 # pkg_up RELEASE...: builds the packages, makes the throwaway root, installs
 # Debian's kernel images RELEASE... there and then the packages, and checks
 # what DKMS built for each. Records build_debs, kernel_images, dpkg_install and
@@ -66,6 +91,7 @@ pkg_up() {
 	mkdir "$PKG_DIR/rw/upper" "$PKG_DIR/rw/work" &&
 	mount -t overlay ntbsmc-pkg \
 		-o "lowerdir=/,upperdir=$PKG_DIR/rw/upper,workdir=$PKG_DIR/rw/work" "$PKG_DIR/root" &&
+	pkg_submounts &&
 	mount -t proc proc "$PKG_DIR/root/proc" &&
 	mount --bind /dev "$PKG_DIR/root/dev" &&
 	mount --bind "$PKG_APT_CACHE" "$PKG_DIR/root/var/cache/apt/archives" || {
@@ -73,6 +99,10 @@ pkg_up() {
 		return 1
 	}
 	PKG_ROOT=$PKG_DIR/root
+	# The host's boot loader hooks (update-grub) would act on, or fail
+	# at, an overlay root: only the initramfs and DKMS run for the images.
+	find "$PKG_ROOT/etc/kernel" -mindepth 2 -maxdepth 2 -type f \
+		! -name initramfs-tools ! -name dkms -delete 2>/dev/null
 	pkg_in env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		initramfs-tools >"$RUN/kernel-images.log" 2>&1
 	# The guests' root is a 9p share, which initramfs-tools cannot mount:
