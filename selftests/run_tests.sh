@@ -322,7 +322,7 @@ pkg_boot() {
 		record "not ok pkg/kernel_images # Debian's kernel headers of 6.1 and 6.12 not both installed: ${rels[*]}"
 		return
 	fi
-	if pkg_up "${rels[@]}"; then
+	if PKG_LATE_SOURCE=1 pkg_up "${rels[@]}"; then
 		pkg_own_core "$KBUILD"
 		for rel in "${rels[@]}"; do
 			series=$(pkg_series "$rel")
