@@ -67,7 +67,7 @@ vm_ntb_port() {
 # vm_start VM QEMU-ARGS...: boots guest VM in the background; it runs $RUN/job.VM,
 # on the kernel KIMAGE_<VM> if set, else KIMAGE; its root is the host's root, or
 # VM_ROOT (read-only either way). A kernel with an initramfs, KINITRD_<VM> or
-# KINITRD (Debian's own, vm/stock.sh), mounts that root with the initramfs's
+# KINITRD (Debian's own, vm/pkg.sh), mounts that root with the initramfs's
 # ntbsmc9p boot script; the test kernels have 9p built in.
 vm_start() {
 	local vm=$1 kimage initrd
