@@ -144,6 +144,11 @@ carrier_up() {
 	[ "$(inns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]
 }
 
+# ntb_ports: how many NTB ports this machine has (devices on the NTB bus).
+ntb_ports() {
+	ls /sys/bus/ntb/devices 2>/dev/null | wc -l
+}
+
 # wait_for SECONDS DESCRIPTION CMD...: polls CMD every 50 ms until it succeeds.
 # CMD runs in this shell, so it may be a function.
 wait_for() {

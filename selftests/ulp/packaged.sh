@@ -21,10 +21,6 @@ RUNNER=/usr/sbin/ntbsmc_run
 PROFILE=${PKG_PROFILE:-default}
 IVS=$MODDIR/selftests/fabric/ntb_hw_ivshmem.ko
 
-ports() {
-	ls /sys/bus/ntb/devices 2>/dev/null | wc -l
-}
-
 # The fabric again, with this test's profile: for plx the ports appear only
 # when the package's ntb_hw_plx drives the modelled chip.
 setup() {
@@ -33,7 +29,7 @@ setup() {
 	unload_module ntb_hw_ivshmem
 	[ "$PROFILE" = plx ] && { run modprobe ntb_hw_plx || exit 1; }
 	run insmod "$IVS" profile="$PROFILE" || exit 1
-	wait_for 60 "2 NTB ports" test "$(ports)" -ge 2 || exit 1
+	wait_for 60 "2 NTB ports" test "$(ntb_ports)" -ge 2 || exit 1
 	run modprobe ntbsmc || exit 1
 	for h in a b; do
 		run $NTBSMC_CLI dev set "$(dev_of_host $h)" netns "$h" || exit 1

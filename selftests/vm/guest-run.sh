@@ -30,9 +30,6 @@ export REPO KBUILD MODDIR TOPO=$topo
 
 nports=2
 [ "$topo" = twovm ] && nports=1
-ntb_ports() {
-	ls /sys/bus/ntb/devices 2>/dev/null | wc -l
-}
 # QEMU's ivshmem-doorbell (1af4:1110): the emulated fabric's ports
 ivshmem_here() {
 	local d v i
