@@ -254,15 +254,16 @@ pkg_installed_files() {
 }
 
 # pkg_fabric RELEASE DIR: the test fabric's driver (selftests/fabric) built in
-# DIR against RELEASE's headers: with the NTB core from its source, as DKMS
-# builds it, for the core's symbol versions (the core itself is DKMS's).
+# DIR against RELEASE's headers (W=1), as DKMS builds ntbsmc (dkms/build.sh):
+# beside the kernel's drivers it lacks, for the core's symbol versions (the
+# core the guest loads is DKMS's).
 pkg_fabric() {
-	local rel=$1 dir=$2 kdir=/lib/modules/$1/build
+	local rel=$1 dir=$2
 	rm -rf "$dir"
 	"$REPO/selftests/vm/copy-modules.sh" "$dir" &&
-	sh "$REPO/dkms/kernel-src.sh" prepare "$kdir" "$rel" "$dir/kernel" >"$dir/build.log" 2>&1 &&
-	printf 'obj-y += kernel/ntb/ selftests/fabric/\n' >"$dir/Kbuild" &&
-	make -C "$kdir" M="$dir" CONFIG_NTB=m W=1 modules >>"$dir/build.log" 2>&1 &&
+	cp -r "$REPO/dkms" "$dir/" &&
+	KBUILD_EXTRA_WARN=1 sh "$dir/dkms/build.sh" "/lib/modules/$rel/build" "$rel" \
+		selftests/fabric/ >"$dir/build.log" 2>&1 &&
 	[ -e "$dir/selftests/fabric/ntb_hw_ivshmem.ko" ]
 }
 
