@@ -126,6 +126,7 @@ if [ -z "$kdeb" ] || [ "$kdeb" != "$sdeb" ]; then
 	# Another version of the series: the drivers' interfaces must be the
 	# kernel's own.
 	kwant=${kdeb:-of the kernel\'s version}
+	versions="is Debian ${kdeb:-(version unknown)}, linux-source-$series is ${sdeb:-(version unknown)}"
 	# The kernel's headers: in the tree, in source/ (a tree built with
 	# O=), or where its Makefile includes the kernel's (Debian's
 	# linux-headers-KVER: "include .../linux-headers-*-common/Makefile").
@@ -136,13 +137,13 @@ if [ -z "$kdeb" ] || [ "$kdeb" != "$sdeb" ]; then
 			khdr=$(sed -n 's|^include \(/.*\)/Makefile$|\1|p' "$kdir/Makefile" | head -1)
 	fi
 	[ -n "$khdr" ] && [ -e "$khdr/include/linux/ntb.h" ] ||
-		cannot "is Debian ${kdeb:-(version unknown)}, linux-source-$series is ${sdeb:-(version unknown)}, and the kernel's include/linux/ntb.h is not in $kdir to compare: not building $what from another version"
+		cannot "$versions, and the kernel's include/linux/ntb.h is not in $kdir to compare: not building $what from another version"
 	for h in include/linux/ntb.h include/linux/dmaengine.h; do
 		if ! cmp -s "$src/$h" "$khdr/$h"; then
-			cannot "is Debian ${kdeb:-(version unknown)}, linux-source-$series is ${sdeb:-(version unknown)}, and their $h differ: not building $what from another version; install linux-source-$series $kwant, or boot the kernel of linux-source-$series's version"
+			cannot "$versions, and their $h differ: not building $what from another version; install linux-source-$series $kwant, or boot the kernel of linux-source-$series's version"
 		fi
 	done
-	say "is Debian ${kdeb:-(version unknown)}, linux-source-$series is ${sdeb:-(version unknown)}: building $what from it, as their include/linux/ntb.h and dmaengine.h are the same"
+	say "$versions: building $what from it, as their include/linux/ntb.h and dmaengine.h are the same"
 fi
 
 case $cmd in
