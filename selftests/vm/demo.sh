@@ -31,6 +31,7 @@ mkdir -p "$RUN"
 trap 'vm_cleanup; pkg_teardown' EXIT
 PKG_BOOT=demo
 record() {
+	echo "$1" >>"$RUN/results"
 	case $1 in "not ok"*) echo "demo: ${1#not ok demo/}" >&2 ;; esac
 }
 rel=$(pkg_stock_releases 6.1)
