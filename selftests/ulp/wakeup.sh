@@ -18,6 +18,17 @@
 # writer's answers dropped (fault answer_drop), the re-check at 100 ms: the
 # reader is woken by the re-check alone, counted as lost notifications - the
 # case above would hang without the answer, this one shows the race was real.
+#
+# lostbell: one doorbell lost while another thread of the waiter's socket keeps
+# looking (ulp/lostbell's header has the scenarios): a writer blocked for space
+# while its socket is polled for POLLIN, read with MSG_DONTWAIT, or polled once;
+# a reader blocked for data while its socket sends a byte every 2 ms; each also
+# alone. The server drops the one doorbell (fault notify_drop, once); the waiter
+# must still wake, from the re-check (recheck_ms 200: within two periods, 400 ms;
+# the sockets time out after 10 s, so a waiter never woken fails the round),
+# and every dropped doorbell is counted as a lost notification on its side.
+# A look by one thread wakes no other, so it must not hide what the re-check
+# owes the sleeper (conn.c, conn_recheck()).
 # One VM: the two programs pace each other through a FIFO.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
@@ -88,4 +99,58 @@ wakeup_case unanswered 100
 [ "$ROLE" = b ] &&
 	check "unanswered: $lost notifications found by the re-check, want >= $((ROUNDS / 2)) (the race was hit)" \
 		[ $lost -ge $((ROUNDS / 2)) ]
+
+LB=$REPO/selftests/ulp/lostbell
+LB_ROUNDS=4
+LB_FIRED=/tmp/ntbsmc-lostbell.fired
+RMB=/proc/sys/net/ntbsmc/rmb_kb
+rmb_default=$(inns cat $RMB)
+
+# lostbell_case MODE: LB_ROUNDS rounds, a connection each, with the server's
+# buffer at 64 KiB (host a) and the re-check at 200 ms.
+lostbell_case() {
+	local mode=$1 srv rc out lost fired lost0
+	port=$((port + 1))
+	inns sh -c "echo 200 >$RECHECK" || fail "cannot set recheck_ms=200"
+	stats
+	lost0=$(stat_of notify_lost)
+	if [ "$ROLE" = a ]; then
+		rm -f $FIFO $LB_FIRED
+		mkfifo $FIFO || fail "mkfifo"
+		inns sh -c "echo 64 >$RMB" || fail "cannot set rmb_kb=64"
+		inns "$LB" server "$MY_IP" $port $LB_ROUNDS $FIFO $FAULTS >"$WORK/lb-$mode.out" 2>&1 &
+		srv=$!
+		wait_for 60 "lostbell server on $port" pid_listening $srv $port
+		barrier "lb-$mode-listening"
+		wait $srv
+		rc=$?
+		fired=$(grep -c "fired 1" "$WORK/lb-$mode.out")
+		echo "$fired" >$LB_FIRED
+		out=$(tail -1 "$WORK/lb-$mode.out")
+		check "lostbell $mode: server exited $rc: $out" [ $rc = 0 ]
+		check "lostbell $mode: the doorbell was dropped in $fired of $LB_ROUNDS rounds, want >= 1" \
+			[ "$fired" -ge 1 ]
+		inns sh -c "echo $rmb_default >$RMB"
+		barrier "lb-$mode-done"
+	else
+		barrier "lb-$mode-listening"
+		inns "$LB" client "$PEER_IP" $port $LB_ROUNDS $FIFO "$mode" >"$WORK/lb-$mode.out" 2>&1
+		rc=$?
+		out=$(tail -1 "$WORK/lb-$mode.out")
+		log "lostbell $mode: $out"
+		check "lostbell $mode: the waiter woke in every round (client exited $rc: $out)" [ $rc = 0 ]
+		barrier "lb-$mode-done"
+		fired=$(cat $LB_FIRED 2>/dev/null || echo 0)
+		stats
+		lost=$(($(stat_of notify_lost) - lost0))
+		check "lostbell $mode: $lost lost notifications found for $fired dropped doorbells, want >= $fired" \
+			[ "$lost" -ge "$fired" ]
+	fi
+	inns sh -c "echo $recheck_default >$RECHECK"
+	barrier "lb-$mode-cleared"
+}
+
+for m in space-alone space-poll space-recv space-once data-alone data-send; do
+	lostbell_case $m
+done
 checked
