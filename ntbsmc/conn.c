@@ -322,6 +322,9 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 			     conn->dev->name, conn->my_slot, why);
 	if (post)
 		ntbsmc_dev_post_event(conn->dev, conn);
+	/* test build: the socket woken late (its TCP's FIN may come first) */
+	if (sk && in_task() && preemptible())
+		ntbsmc_fault_delay(NTBSMC_FAULT_ABORT_REPORT_DELAY, sk);
 	if (sk) {
 		/* what TCP said first, if it did (a reset, a timeout), stands */
 		if (!READ_ONCE(sk->sk_err))

@@ -43,16 +43,18 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_RAW_HANDSHAKE]		= "raw_handshake",
 	[NTBSMC_FAULT_WANT_LATE]		= "want_late",
 	[NTBSMC_FAULT_ANSWER_DROP]		= "answer_drop",
+	[NTBSMC_FAULT_ABORT_REPORT_DELAY]	= "abort_report_delay",
 };
 
 /*
  * Points whose port is only the socket's own: a hand-made handshake's socket,
- * one end's late want or unanswered wants, never the socket at the other end of
- * its connection, which in one kernel would match the same port as its remote
- * one.
+ * one end's late want or unanswered wants, its reset's report, never the socket
+ * at the other end of its connection, which in one kernel would match the same
+ * port as its remote one.
  */
 #define FAULT_LOCAL_PORT_ONLY	(BIT(NTBSMC_FAULT_RAW_HANDSHAKE) | BIT(NTBSMC_FAULT_WANT_LATE) | \
-				 BIT(NTBSMC_FAULT_ANSWER_DROP))
+				 BIT(NTBSMC_FAULT_ANSWER_DROP) | \
+				 BIT(NTBSMC_FAULT_ABORT_REPORT_DELAY))
 
 static struct fault_point fault_points[NTBSMC_FAULT_NR];
 static struct dentry *fault_root;

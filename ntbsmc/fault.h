@@ -47,6 +47,11 @@ enum ntbsmc_fault_point {
 	 */
 	NTBSMC_FAULT_WANT_LATE,
 	NTBSMC_FAULT_ANSWER_DROP,	/* a want of the peer's left unanswered */
+	/*
+	 * delay: a connection reset, its socket not yet told (in process
+	 * context only: the link going down, a timer's reset); local port only
+	 */
+	NTBSMC_FAULT_ABORT_REPORT_DELAY,
 	NTBSMC_FAULT_NR
 };
 

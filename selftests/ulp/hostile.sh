@@ -171,9 +171,14 @@ second_done
 barrier late-done
 
 # Link down under a running connection: both ends are reset within a bound; while
-# the link is down new connections stay TCP; then it comes back.
+# the link is down new connections stay TCP; then it comes back. The reader (host
+# a's server, one way) is told of its reset 1 s late (fault abort_report_delay),
+# while the writer, reset at once, closes and its TCP FIN arrives: the reader
+# must read ECONNRESET after the last byte that came, never EOF (a truncation it
+# would take for success).
 port=$((port + 1))
 if [ "$ROLE" = a ]; then
+	fault_set abort_report_delay 1 1000 $port
 	inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >$WORK/down.json &
 	srv=$!
 	wait_for 90 "server on $port" pid_listening $srv $port
@@ -186,6 +191,9 @@ if [ "$ROLE" = a ]; then
 	out=$(tail -1 $WORK/down.json)
 	log "link down, server: $out (${ms} ms after the unbind was announced)"
 	check "server not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "the reader's reset was reported late (abort_report_delay fired)" \
+		[ "$(cat $FAULTS/abort_report_delay/times)" = 0 ]
+	fault_clear abort_report_delay
 	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 else
 	barrier down-listening
