@@ -491,24 +491,16 @@ int ntbsmc_conn_update(struct ntbsmc_conn *conn)
 }
 
 /*
- * The socket's users are told of the peer's cursors and end flags as they are
- * now: they are about to be woken, or looked themselves. Caller holds conn->lock.
+ * Every waiter of the socket is being woken for the peer's cursors and end flags
+ * as they are now (an event, or the re-check): nothing up to them is owed a
+ * doorbell any more. Caller holds conn->lock.
  */
-static void conn_told_locked(struct ntbsmc_conn *conn)
+static void conn_rung_locked(struct ntbsmc_conn *conn)
 {
 	lockdep_assert_held(&conn->lock);
-	conn->told_prod = conn->peer_prod;
-	conn->told_cons = conn->peer_cons;
-	conn->told_flags = conn->peer_flags & NTBSMC_F_TERMINAL;
-}
-
-void ntbsmc_conn_told(struct ntbsmc_conn *conn)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&conn->lock, flags);
-	conn_told_locked(conn);
-	spin_unlock_irqrestore(&conn->lock, flags);
+	conn->rung_prod = conn->peer_prod;
+	conn->rung_cons = conn->peer_cons;
+	conn->rung_flags = conn->peer_flags & NTBSMC_F_TERMINAL;
 }
 
 /*
@@ -544,7 +536,7 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 	/* irqsave as everywhere: a DMA provider may call back in hard irq */
 	spin_lock_irqsave(&conn->lock, flags);
 	key = conn_event_key(conn);
-	conn_told_locked(conn);
+	conn_rung_locked(conn);
 	if (key && conn->sk) {
 		sk = conn->sk;
 		sock_hold(sk);	/* put below */
@@ -558,26 +550,36 @@ void ntbsmc_conn_event(struct ntbsmc_conn *conn)
 }
 
 /*
- * Publishes our flags after a want changed; @set, the one just set, with the
- * cursor we have seen and a new want sequence (steps 1 of "Notifications").
- * Caller holds conn->lock, in the SRCU section. True if the peer is to get an
- * event for it (step 2, after the lock).
+ * Publishes our flags after a want changed; @set, the one just set, with @seen,
+ * the peer's cursor its waiter last looked at, and a new want sequence (steps 1
+ * of "Notifications"). The peer owes a doorbell for what lies beyond @seen only:
+ * the re-check counts from there. Caller holds conn->lock, in the SRCU section.
+ * True if the peer is to get an event for it (step 2, after the lock).
  */
-static bool conn_publish_want(struct ntbsmc_conn *conn, u32 set)
+static bool conn_publish_want(struct ntbsmc_conn *conn, u32 set, u64 seen)
 {
 	lockdep_assert_held(&conn->lock);
 	if (!conn_link_ok(conn))
 		return false;
 	if (set) {
 		conn->my_want_seq++;
-		if (set & NTBSMC_F_WANT_DATA)
-			conn_ctl_write64(conn, conn->peer_prod, &conn->tx_ctl->seen_prod);
-		else
-			conn_ctl_write64(conn, conn->peer_cons, &conn->tx_ctl->seen_cons);
+		if (set & NTBSMC_F_WANT_DATA) {
+			conn_ctl_write64(conn, seen, &conn->tx_ctl->seen_prod);
+			conn->rung_prod = max(conn->rung_prod, seen);
+		} else {
+			conn_ctl_write64(conn, seen, &conn->tx_ctl->seen_cons);
+			conn->rung_cons = max(conn->rung_cons, seen);
+		}
 		wmb();	/* the seen cursor before the flag that asks about it */
 	}
 	ntbsmc_conn_publish_flags(conn);
 	return set;
+}
+
+/* The peer's cursor a waiter for @flag has seen. Caller holds conn->lock. */
+static u64 conn_seen(struct ntbsmc_conn *conn, u32 flag)
+{
+	return flag & NTBSMC_F_WANT_DATA ? conn->peer_prod : conn->peer_cons;
 }
 
 #ifdef CONFIG_NTBSMC_FAULT_INJECTION
@@ -593,7 +595,7 @@ static void conn_want_late_work(struct work_struct *work)
 	spin_lock_irqsave(&conn->lock, flags);
 	idx = srcu_read_lock(&ntbsmc_srcu);
 	if (conn->my_flags & conn->want_late)
-		post = conn_publish_want(conn, conn->want_late);
+		post = conn_publish_want(conn, conn->want_late, conn->want_late_seen);
 	conn->want_late = 0;
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	spin_unlock_irqrestore(&conn->lock, flags);
@@ -613,6 +615,7 @@ static bool conn_want_late(struct ntbsmc_conn *conn, u32 flag)
 	    !ntbsmc_fault(NTBSMC_FAULT_WANT_LATE, conn->sk))
 		return false;
 	conn->want_late = flag;
+	conn->want_late_seen = conn_seen(conn, flag);
 	refcount_inc(&conn->ref);	/* put by the work */
 	schedule_delayed_work(&conn->want_late_work,
 			      msecs_to_jiffies(ntbsmc_fault_delay_ms(NTBSMC_FAULT_WANT_LATE)));
@@ -703,7 +706,31 @@ static void conn_want_late_init(struct ntbsmc_conn *conn)
  * bounded delay, not a hang: conn_recheck() looks every recheck_ms and wakes
  * the socket for what waited unannounced a whole period, counting it. A
  * program that breaks the contract above (a full read, then a wait for an
- * edge) is woken that way too, uncounted.
+ * edge) is woken that way too, uncounted. What it owes is kept in cursors
+ * (rung_*, struct ntbsmc_conn) that only three things move, each of which
+ * wakes every waiter there is for what it covers or is made by that waiter:
+ * an event (ntbsmc_conn_event() wakes by state, not by what changed), the
+ * re-check's own wakeup (all of them), and a want that the waiter itself
+ * publishes with the cursor it has seen (the peer owes nothing below it).
+ * A look does not move them: a recvmsg, poll or sendmsg of one thread, or
+ * epoll's re-poll of a level-triggered socket, sees the state for itself and
+ * wakes no one else. So, for each waiter whose doorbell is lost:
+ *
+ *  - a reader blocked in recvmsg (also splice_read, and a busy-poller once
+ *    its budget is spent: ntbsmc_conn_wait()) sleeps with WANT_DATA set; data
+ *    beyond the cursor it said it had seen, unread at two ticks, wakes it.
+ *    Another thread that reads that data first leaves it nothing to wait
+ *    for; one that reads only part leaves the rest owed.
+ *  - a writer blocked for space (sendmsg, sendfile, splice to the socket)
+ *    sleeps with WANT_SPACE set; space beyond the consumer cursor it saw,
+ *    unannounced at two ticks while WANT_SPACE is still set, wakes it. A
+ *    send by another thread that finds the space clears WANT_SPACE and wakes
+ *    every writer and poller to look anew (ntbsmc_conn_unwant()).
+ *  - a poller (poll, select, epoll in either trigger) set the flags for
+ *    what it lacked before it slept, and is on the same wait queue: woken
+ *    as the reader or the writer above.
+ *  - the peer's end flags (WRITE_DONE, CLOSED, ABORT) are always followed
+ *    by an event: one not announced at two ticks wakes everyone.
  *
  * Sets or clears one of our "want" flags; setting it tells the peer (steps 1
  * and 2). True if it changed.
@@ -725,7 +752,7 @@ bool ntbsmc_conn_want(struct ntbsmc_conn *conn, u32 flag, bool on)
 		return true;
 	}
 	idx = srcu_read_lock(&ntbsmc_srcu);
-	post = conn_publish_want(conn, on ? flag : 0);
+	post = conn_publish_want(conn, on ? flag : 0, on ? conn_seen(conn, flag) : 0);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (post)
@@ -945,72 +972,101 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	conn_maybe_release(conn);
 }
 
+/* What a lost notification was owed for (conn_recheck()) */
+#define OWED_DATA	BIT(0)
+#define OWED_SPACE	BIT(1)
+#define OWED_END	BIT(2)
+
+static const char *conn_owed_name(unsigned int owed)
+{
+	if (owed & OWED_END)
+		return "an end flag";
+	return owed & OWED_DATA ? (owed & OWED_SPACE ? "data and space" : "data") : "space";
+}
+
 /*
  * Every recheck_ms while the socket lives: a doorbell the peer owed us and did
  * not ring (its bug, or an interrupt lost on the way) would leave a waiter
- * asleep for good. What the previous tick found that the socket's users were
- * not told of, and still are not, had a whole period for its doorbell: wake
- * the socket and count it. The test build warns too, unless the test dropped
- * doorbells on purpose (faults notify_drop, want_late, answer_drop: a late
- * want can be found lost before the answer it waits for is dropped).
+ * asleep for good. What the previous tick found beyond the rung cursors (see
+ * struct ntbsmc_conn), and is still beyond them and still wanted, had a whole
+ * period for its doorbell: wake the socket as the event would have, and count
+ * it. Which thread of the socket looked meanwhile does not matter: only an
+ * event, a want or this wakeup moves the rung cursors, and each of those wakes
+ * (or is made by) whoever waits. A tick that finds the socket owned by a user
+ * wakes it all the same: the owner may be another thread than the sleeper.
+ *
+ * Counted, and warned of in the test build, when a doorbell was owed: data
+ * beyond what our WANT_DATA said we had seen while it stayed set, space beyond
+ * our WANT_SPACE's, or an end flag (the peer always posts an event for one).
+ * Data left unread by a reader that let go of WANT_DATA (a full read, whose
+ * caller comes back for the rest) is woken for, uncounted. The warning names
+ * what was owed; it is not given where the test dropped doorbells on purpose
+ * (faults notify_drop, want_late, answer_drop: a late want can be found lost
+ * before the answer it waits for is dropped).
  */
 static void conn_recheck(struct timer_list *t)
 {
 	struct ntbsmc_conn *conn = from_timer(conn, t, recheck_timer);
 	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->recheck_ms);
-	u64 prod = 0, cons = 0, bytes = 0;
+	unsigned int owed = 0, lost = 0;
 	struct sock *sk = NULL;
-	bool lost = false, wake = false, again;
 	unsigned long flags;
-	u32 term = 0;
+	u64 bytes = 0;
+	bool again;
 
 	ntbsmc_conn_update(conn);	/* a bad value or a reset ends it, and wakes */
 	spin_lock_irqsave(&conn->lock, flags);
 	conn_publish_cons_locked(conn);	/* what rx.c held back, once idle */
-	/*
-	 * A call under the socket lock looks itself (or waits for a page
-	 * fault): nothing is untold while it runs.
-	 */
-	if (!conn->err && conn->sk && !sock_owned_by_user_nocheck(conn->sk)) {
-		if (conn->peer_prod != conn->told_prod)
-			prod = conn->peer_prod;
-		term = conn->peer_flags & NTBSMC_F_TERMINAL & ~conn->told_flags;
-		if ((conn->my_flags & NTBSMC_F_WANT_SPACE) &&
-		    conn->peer_cons != conn->told_cons)
-			cons = conn->peer_cons;
+	if (!conn->err && conn->sk) {
+		/* found at the last tick, and still unread and unannounced */
+		if (conn->pend_prod > max(conn->rung_prod, conn->rx_cons)) {
+			owed |= OWED_DATA;
+			if ((conn->pend_flags & NTBSMC_F_WANT_DATA) &&
+			    (conn->my_flags & NTBSMC_F_WANT_DATA))
+				lost |= OWED_DATA;
+		}
+		if (conn->pend_cons > conn->rung_cons &&
+		    (conn->my_flags & NTBSMC_F_WANT_SPACE)) {
+			owed |= OWED_SPACE;
+			lost |= OWED_SPACE;
+		}
+		if (conn->pend_flags & NTBSMC_F_TERMINAL & ~conn->rung_flags) {
+			owed |= OWED_END;
+			lost |= OWED_END;
+		}
 	}
-	/* untold at the last tick, and still: told_* only grow */
-	if ((prod && conn->untold_prod > conn->told_prod) ||
-	    (cons && conn->untold_cons > conn->told_cons) ||
-	    (term & conn->untold_flags)) {
-		wake = true;
-		/* owed a doorbell only if it asked for one (see "Notifications") */
-		lost = (conn->my_flags & NTBSMC_F_WANT_DATA) || cons;
+	if (owed) {
 		bytes = conn->peer_prod - conn->rx_cons;
-		conn_told_locked(conn);
-		prod = cons = term = 0;
+		conn_rung_locked(conn);
 	}
-	conn->untold_prod = prod;
-	conn->untold_cons = cons;
-	conn->untold_flags = term;
+	/* what the next tick finds owed, if nothing announces it meanwhile */
+	conn->pend_prod = conn->peer_prod > max(conn->rung_prod, conn->rx_cons) ?
+			  conn->peer_prod : 0;
+	conn->pend_cons = (conn->my_flags & NTBSMC_F_WANT_SPACE) &&
+			  conn->peer_cons > conn->rung_cons ? conn->peer_cons : 0;
+	conn->pend_flags = (conn->peer_flags & NTBSMC_F_TERMINAL & ~conn->rung_flags) |
+			   (conn->my_flags & NTBSMC_F_WANT_DATA);
 	sk = conn->sk;
 	again = sk && ms && !conn->err;
 	if (again)
 		mod_timer(&conn->recheck_timer, jiffies + msecs_to_jiffies(ms));
-	if (wake && sk)
+	if (owed && sk)
 		sock_hold(sk);	/* put below */
+	else
+		owed = 0;
 	spin_unlock_irqrestore(&conn->lock, flags);
 
-	if (lost && sk) {
+	if (lost && owed) {
 		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_NOTIFY_LOST, 1);
 		if (IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION) &&
 		    !ntbsmc_fault_hit(NTBSMC_FAULT_NOTIFY_DROP) &&
 		    !ntbsmc_fault_hit(NTBSMC_FAULT_WANT_LATE) &&
 		    !ntbsmc_fault_hit(NTBSMC_FAULT_ANSWER_DROP))
-			pr_warn_ratelimited("ntbsmc: %s: slot %u: lost notification: %llu bytes readable or space unannounced for over %u ms\n",
-					    conn->dev->name, conn->my_slot, bytes, ms);
+			pr_warn_ratelimited("ntbsmc: %s: slot %u: lost notification: %s unannounced for over %u ms (%llu bytes readable)\n",
+					    conn->dev->name, conn->my_slot, conn_owed_name(lost),
+					    ms, bytes);
 	}
-	if (wake && sk) {
+	if (owed) {
 		ntbsmc_conn_wake(sk, NTBSMC_WAKE_ALL);
 		sock_put(sk);
 	}

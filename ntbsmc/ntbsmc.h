@@ -280,6 +280,7 @@ struct ntbsmc_conn {
 #ifdef CONFIG_NTBSMC_FAULT_INJECTION
 	/* fault want_late: a want flag still "on the link"; the work holds a reference */
 	u32 want_late;
+	u64 want_late_seen;		/* the cursor its waiter had seen */
 	struct delayed_work want_late_work;
 #endif
 
@@ -304,17 +305,22 @@ struct ntbsmc_conn {
 	u64 cpu_bytes, dma_bytes, zc_bytes;	/* of tx_bytes, by copy path */
 
 	/*
-	 * The lost-notification re-check (conn_recheck(), under conn->lock): the
-	 * peer's cursors and end flags as the socket's users were last told of
-	 * them (woken by a doorbell, or looked themselves), and what the previous
-	 * tick found that they were not. The timer runs from establishment until
-	 * ntbsmc_conn_release() and holds a reference while pending.
+	 * The lost-notification re-check (conn_recheck(), under conn->lock).
+	 * rung_*: the peer's cursors and end flags as far as every waiter has
+	 * been told of them: by an event (ntbsmc_conn_event() wakes by state),
+	 * by the re-check's own wakeup, or, for the cursor a want names, by
+	 * our want itself (the peer owes a doorbell only beyond the cursor we
+	 * said we had seen). A look by one thread of the socket (recvmsg, poll,
+	 * sendmsg) wakes no other, so it moves none of them. pend_*: what the
+	 * previous tick found beyond them (0: nothing). The timer runs from
+	 * establishment until ntbsmc_conn_release() and holds a reference while
+	 * pending.
 	 */
 	struct timer_list recheck_timer;
-	u64 told_prod, told_cons;
-	u32 told_flags;
-	u64 untold_prod, untold_cons;
-	u32 untold_flags;
+	u64 rung_prod, rung_cons;
+	u32 rung_flags;
+	u64 pend_prod, pend_cons;
+	u32 pend_flags;		/* end flags; and WANT_DATA if it was set */
 
 	/*
 	 * Writes into the peer's buffer that the published producer cursor does not
@@ -369,7 +375,6 @@ void ntbsmc_conn_notify_data(struct ntbsmc_conn *conn);
 /* The control block and notifications, for tx.c and rx.c */
 int ntbsmc_conn_update(struct ntbsmc_conn *conn);
 void ntbsmc_conn_publish_flags(struct ntbsmc_conn *conn);
-void ntbsmc_conn_told(struct ntbsmc_conn *conn);
 /* What a wakeup is for (ntbsmc_conn_wake()) */
 #define NTBSMC_WAKE_IN		(EPOLLIN | EPOLLRDNORM | EPOLLRDHUP)
 #define NTBSMC_WAKE_OUT		(EPOLLOUT | EPOLLWRNORM)

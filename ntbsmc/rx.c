@@ -167,7 +167,6 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			ntbsmc_conn_unwant(sk, conn, NTBSMC_F_WANT_DATA);
 		}
 	}
-	ntbsmc_conn_told(conn);
 	if (copied) {
 		if (!peek)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, copied);
@@ -223,7 +222,6 @@ __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
 	 */
 	ntbsmc_fault_delay(NTBSMC_FAULT_POLL_ARM_DELAY, sk);
 	mask |= conn_poll_mask(sk, conn, ntbsmc_conn_update(conn));
-	ntbsmc_conn_told(conn);
 	return mask;
 }
 

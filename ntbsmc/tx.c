@@ -557,7 +557,6 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	/* The engine may still be reading the caller's pages. */
 	if (zc_sent)
 		ntbsmc_dma_wait(conn, conn->seg_tail);
-	ntbsmc_conn_told(conn);
 	if (copied) {
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_TX_BYTES, copied);
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
