@@ -311,10 +311,22 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 		ntbsmc_conn_publish_flags(conn);
 	}
 	srcu_read_unlock(&ntbsmc_srcu, idx);
-	WRITE_ONCE(conn->err, ECONNRESET);
 	sk = conn->sk;
-	if (sk)
+	if (sk) {
 		sock_hold(sk);	/* put below */
+		/*
+		 * The socket's error before the connection's: whoever finds the
+		 * connection reset (under conn->lock, or after the barrier) finds
+		 * the error to report, never a socket without one, which reads
+		 * as EOF (a truncation; its peer's TCP FIN may wake the reader
+		 * before we do). What TCP said first, if it did (a reset, a
+		 * timeout), stands.
+		 */
+		if (!READ_ONCE(sk->sk_err))
+			WRITE_ONCE(sk->sk_err, ECONNRESET);
+		smp_wmb();	/* pairs with the reader's look at conn->err */
+	}
+	WRITE_ONCE(conn->err, ECONNRESET);
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_ABORT, 1);
@@ -326,9 +338,6 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 	if (sk && in_task() && preemptible())
 		ntbsmc_fault_delay(NTBSMC_FAULT_ABORT_REPORT_DELAY, sk);
 	if (sk) {
-		/* what TCP said first, if it did (a reset, a timeout), stands */
-		if (!READ_ONCE(sk->sk_err))
-			WRITE_ONCE(sk->sk_err, ECONNRESET);
 		sk_error_report(sk);
 		ntbsmc_conn_wake(sk, NTBSMC_WAKE_ALL);
 		sock_put(sk);
