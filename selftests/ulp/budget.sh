@@ -17,6 +17,15 @@
 #
 #   1-byte round trips with doorbell_flush=1: one read per doorbell, no other
 #
+# One more write is the design's, and it moves with time, not with messages:
+# the re-check (recheck_ms) publishes a consumer cursor that rx.c held back,
+# once per period at most, per connection; a 1-byte round trip never fills a
+# quarter of the buffer, so on a slow or loaded machine, where 2000 round
+# trips take longer, each period costs one write (on a new machine under load:
+# 6166 writes for 2000 messages, 3.08 each). So every bound adds one write per
+# recheck_ms period of the case's span, measured, and nothing else: a doorbell,
+# a want or an event more per message still fails it.
+#
 # A read across the link stalls the CPU for microseconds on hardware and
 # nothing here, so only a count shows it; the bounds include a connection's
 # set-up and close (SLACK writes). Each case also checks that its bytes went
@@ -36,9 +45,25 @@ port=7400
 KEYS="link_writes link_writes_small link_writes_medium link_writes_large link_reads doorbells_tx
       interrupts tx_bytes rx_bytes dma_bytes"
 
+RECHECK_MS=$(inns cat /proc/sys/net/ntbsmc/recheck_ms)
+
 declare -A c0 d
-snap() { stats; local k; for k in $KEYS; do c0[$k]=$(stat_of "$k"); done; }
-delta() { stats; local k; for k in $KEYS; do d[$k]=$(($(stat_of "$k") - ${c0[$k]})); done; }
+# snap/delta: the counters, and TICKS, the re-check periods in between (the
+# span's, rounded up, and the one a connection's timer may have begun before)
+snap() {
+	stats
+	local k
+	for k in $KEYS; do c0[$k]=$(stat_of "$k"); done
+	t_snap=$(now_us)
+}
+delta() {
+	stats
+	local k
+	for k in $KEYS; do d[$k]=$(($(stat_of "$k") - ${c0[$k]})); done
+	TICKS=0
+	[ "$RECHECK_MS" -gt 0 ] &&
+		TICKS=$((($(now_us) - t_snap) / 1000 / RECHECK_MS + 2))
+}
 
 # per N DIVISOR: N / DIVISOR with two decimals
 per() { awk -v n="$1" -v q="$2" 'BEGIN { printf "%.2f", q ? n / q : 0 }'; }
@@ -69,7 +94,7 @@ run_case() {
 	wait_for 30 "no connection of this host left" ulp_idle
 	barrier "$name-idle"
 	delta
-	log "$name: $(for k in $KEYS; do printf '%s %s ' "$k" "${d[$k]}"; done)"
+	log "$name: $(for k in $KEYS; do printf '%s %s ' "$k" "${d[$k]}"; done)re-check periods $TICKS"
 }
 
 # The round trips: each host sent COUNT one-byte messages.
@@ -77,8 +102,8 @@ rr_budget() {
 	local name=$1
 	log "$name: per message: writes $(per "${d[link_writes]}" $COUNT), reads $(per "${d[link_reads]}" $COUNT), doorbells $(per "${d[doorbells_tx]}" $COUNT), interrupts $(per "${d[interrupts]}" $COUNT)"
 	check "$name: ${d[link_reads]} reads across the link, want 0" [ "${d[link_reads]}" = 0 ]
-	check "$name: ${d[link_writes]} posted writes for $COUNT messages, want <= 3 each, +1 per 32 events (+$SLACK)" \
-		[ "${d[link_writes]}" -le $((3 * COUNT + COUNT / 32 + SLACK)) ]
+	check "$name: ${d[link_writes]} posted writes for $COUNT messages, want <= 3 each, +1 per 32 events, +1 per re-check period ($TICKS) (+$SLACK)" \
+		[ "${d[link_writes]}" -le $((3 * COUNT + COUNT / 32 + TICKS + SLACK)) ]
 	check "$name: ${d[link_writes_medium]}+${d[link_writes_large]} writes over 64 bytes, want 0" \
 		[ $((d[link_writes_medium] + d[link_writes_large])) -le 4 ]
 	check "$name: ${d[doorbells_tx]} doorbells for $COUNT messages, want <= 1 each (+16)" \
@@ -97,8 +122,8 @@ stream_budget() {
 	log "$name: per MiB: writes $(per "${d[link_writes]}" $mib), reads $(per "${d[link_reads]}" $mib), doorbells $(per "${d[doorbells_tx]}" $mib)"
 	check "$name: moved $mib MiB over NTB, want >= 8" [ "$mib" -ge 8 ]
 	check "$name: ${d[link_reads]} reads across the link, want 0" [ "${d[link_reads]}" = 0 ]
-	check "$name: ${d[link_writes]} posted writes for $mib MiB, want <= $bound per MiB (+$SLACK)" \
-		[ "${d[link_writes]}" -le $((bound * mib + SLACK)) ]
+	check "$name: ${d[link_writes]} posted writes for $mib MiB, want <= $bound per MiB, +1 per re-check period ($TICKS) (+$SLACK)" \
+		[ "${d[link_writes]}" -le $((bound * mib + TICKS + SLACK)) ]
 }
 
 dma_paths 0 0
