@@ -109,6 +109,7 @@ for t in "$@"; do
 	export SYNC=/run/out/sync/$topo-$name
 	mkdir -p "$SYNC"
 	out=/tmp/$name
+	t0=$SECONDS
 	ROLE=setup PEER=none bash "$REPO/selftests/$t" setup >"$out.setup" 2>&1
 	rc=$?
 	if [ "$rc" = 0 ]; then
@@ -129,6 +130,7 @@ for t in "$@"; do
 	fi
 	ROLE=cleanup PEER=none bash "$REPO/selftests/$t" cleanup >"$out.cleanup" 2>&1 || true
 	cat "$out".* | sed 's/^\([^#]\)/# \1/'
+	echo "# time: $name took $((SECONDS - t0)) s"
 	if [ "$rc" != 0 ] && [ "$rc" != "$KSFT_SKIP" ]; then
 		echo "# kernel log at the failure of $name:"
 		dmesg | tail -25 | sed 's/^/#   /'
