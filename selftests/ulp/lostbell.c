@@ -401,7 +401,8 @@ int main(int argc, char **argv)
 	rounds = atol(argv[4]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "server")) {
-		fifo = open(argv[5], O_WRONLY);
+		/* (read-write: a write-only open would wait for the client's) */
+		fifo = open(argv[5], O_RDWR);
 		if (fifo < 0)
 			die("open fifo");
 		server(&a, rounds, fifo, argv[6]);
