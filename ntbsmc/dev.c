@@ -740,6 +740,8 @@ static void ntbsmc_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	cancel_delayed_work_sync(&dev->lgr_idle_work);
 	/* Aborted connections no longer touch the windows once readers left. */
 	ntbsmc_conn_sync();
+	/* nor does an engine: going down waited for every channel's release */
+	WARN_ON_ONCE(atomic_read(&dev->dma_killing));
 	if (dev->win)
 		dev_free_windows(dev);
 	dev->win = NULL;

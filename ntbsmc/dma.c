@@ -34,6 +34,16 @@
  * Until then a segment is never retired, unmapped, unpinned or rewritten:
  * whatever the engine may still read or write stays as it was given to it.
  *
+ * A channel stops being the device's (dev->dma cleared) before its release
+ * begins, and the release of a failed one runs from the workqueue: plx_dma's
+ * may take a second, and the descriptor its engine is on lands meanwhile, in
+ * the peer's window at the offset of a connection of that epoch. So the
+ * device counts the channels it let go that are not released yet
+ * (dev->dma_killing), and ntbsmc_dma_detach(), through which every epoch ends
+ * (link down, peer restart, move, removal), waits for all of them, not only
+ * for the one it finds: no slot is given to the next epoch's connections, and
+ * no window freed, while an engine of the last one may still write.
+ *
  * What a stuck engine can hold: per connection, the NTBSMC_TX_SEGS segments of
  * its ring (their pinned pages or the staging buffer) and, through the ring's
  * reference, the connection and its slot; for at most dma_timeout_ms from the
@@ -130,6 +140,8 @@ static void dma_kill(struct ntbsmc_dma *d, bool failed)
 		RCU_INIT_POINTER(dev->dma, NULL);
 		if (failed)
 			dev->dma_retry = jiffies + HZ;
+		/* under dma_lock: a detach that finds no channel sees the count */
+		atomic_inc(&dev->dma_killing);	/* dropped below, once released */
 		owned = true;
 	}
 	mutex_unlock(&dev->dma_lock);
@@ -145,14 +157,18 @@ static void dma_kill(struct ntbsmc_dma *d, bool failed)
 		/* segments still pending now will never be called back */
 		smp_store_release(&d->terminated, true);
 		complete_all(&d->killed);
-		/* dev->ntb may be gone (this runs after ntbsmc_remove() too) */
+		/* dev->name: the NTB device may be on its way out */
 		pr_info("ntbsmc: %s: DMA channel %s dropped\n", dev->name, d->name);
 	} else {
 		/* the device's next epoch must not begin under a running engine */
 		wait_for_completion(&d->killed);
 	}
-	if (owned)
+	if (owned) {
+		/* @d holds @dev: the waker does not outlive it */
+		if (atomic_dec_and_test(&dev->dma_killing))
+			wake_up_var(&dev->dma_killing);
 		ntbsmc_dma_put(d);
+	}
 }
 
 static void dma_kill_work(struct work_struct *work)
@@ -318,23 +334,36 @@ out:
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 }
 
-/* The device goes down or away: its channel is dropped and nothing is in flight. */
+/*
+ * The device goes down or away: its channel is dropped, every channel it let go
+ * before is released, and nothing is in flight. Waits for kills that take
+ * dev->dma_lock and dmaengine's dma_list_mutex, so the caller holds neither;
+ * dev->lock it may hold (no kill takes it).
+ */
 void ntbsmc_dma_detach(struct ntbsmc_dev *dev)
 {
 	struct ntbsmc_dma *d;
 
+	might_sleep();
 	mutex_lock(&dev->dma_lock);
 	d = rcu_dereference_protected(dev->dma, lockdep_is_held(&dev->dma_lock));
 	if (d)
 		kref_get(&d->ref);	/* put below */
 	mutex_unlock(&dev->dma_lock);
-	if (!d) {
+	if (d) {
+		dma_kill(d, false);
+		ntbsmc_dma_put(d);
+	} else {
 		/* no DMA, but CPU writers of the old epoch must be gone too */
 		ntbsmc_conn_sync();
-		return;
 	}
-	dma_kill(d, false);
-	ntbsmc_dma_put(d);
+	/*
+	 * Channels dropped earlier (a timeout's kill, from the workqueue) may be
+	 * halting their engines still. A device going down gets no new one; an
+	 * active one (its link group idle) may, and its kill is waited for too:
+	 * each release is bounded by its provider.
+	 */
+	wait_var_event(&dev->dma_killing, !atomic_read(&dev->dma_killing));
 }
 
 /* The device's channel, its engine and why it was chosen; false if it has none. */

@@ -35,7 +35,11 @@
  * segment on it (put when the segment retires), and short-lived ones around a
  * kill (ntbsmc_dma_detach(), ntbsmc_dma_kill_async(), a timed-out segment).
  * dev->dma is set and cleared under dev->dma_lock and read under ntbsmc_srcu.
- * dma.c's opening comment says what a stuck engine holds, and for how long.
+ * A record cleared from dev->dma is counted in dev->dma_killing (under
+ * dev->dma_lock) until its channel was released: ntbsmc_dma_detach() waits
+ * for the count to drop to zero, so the device's next epoch and its removal
+ * come after every engine of the last epoch stopped. dma.c's opening comment
+ * says why, what a stuck engine holds, and for how long.
  *
  * The segment ring (struct ntbsmc_txseg, tx.c): conn->segs, allocated by the
  * first DMA write and freed with the connection. The sender fills the tail
@@ -211,6 +215,7 @@ struct ntbsmc_dev {
 	/* DMA channel for writes into the peer's window (dma.c) */
 	struct mutex dma_lock;		/* attaching and detaching it */
 	struct ntbsmc_dma __rcu *dma;	/* under ntbsmc_srcu */
+	atomic_t dma_killing;		/* let go of, not released yet */
 	unsigned long dma_retry;	/* jiffies: no new channel before */
 };
 

@@ -27,6 +27,17 @@
  *                       drops what is queued without calling back
  *   ring        (at load) descriptors per channel, 1-65536 (default 2048, as
  *               plx_dma's ring): a prep on a full ring returns NULL
+ *   stop_us     releasing a channel whose engine is busy takes this long: the
+ *               engine halts only then, and the descriptor it is on (the one
+ *               waiting out its latency, or the next one if a copy was under
+ *               way) is written then and called back completed; the rest as
+ *               the profile says. plx_dma_stop() waits up to a second for its
+ *               engine's graceful pause, and the descriptor in progress
+ *               completes meanwhile
+ *   stopping    (read only) "RELEASING LATE": releases now waiting for their
+ *               engine to halt, and the descriptors written after their
+ *               channel's release began, since loading; each such write is also
+ *               logged ("engine halted: ... written after the release began")
  *
  *   on_pci      (at load) a second engine, "soft_dma.1", below this PCI device
  *               (e.g. 0000:00:04.0, an NTB port), as a switch's own DMA function
@@ -50,6 +61,7 @@
 #include <linux/pci.h>
 #include <linux/dmaengine.h>
 #include <linux/dma-mapping.h>
+#include <linux/delay.h>
 #include <linux/dma-direct.h>
 #include <linux/io.h>
 #include <linux/ioport.h>
@@ -87,6 +99,23 @@ MODULE_PARM_DESC(nr_channels, "DMA_MEMCPY channels (default 4)");
 static unsigned int latency_us;
 module_param(latency_us, uint, 0644);
 MODULE_PARM_DESC(latency_us, "Least time from issue to completion of a descriptor, us");
+
+static unsigned int stop_us;
+module_param(stop_us, uint, 0644);
+MODULE_PARM_DESC(stop_us, "A busy engine halts this long after its channel's release began, us, at most 60 s (plx_dma: up to 1 s)");
+
+static atomic_t releasing, late_writes;
+
+static int stopping_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d %d\n", atomic_read(&releasing), atomic_read(&late_writes));
+}
+
+static const struct kernel_param_ops stopping_ops = {
+	.get = stopping_get,
+};
+module_param_cb(stopping, &stopping_ops, NULL, 0444);
+MODULE_PARM_DESC(stopping, "Releases waiting for their engine to halt; descriptors written after their release began");
 
 static atomic_t fail_countdown = ATOMIC_INIT(0);
 
@@ -153,6 +182,10 @@ struct sdma_chan {
 	dma_cookie_t completed;
 	bool dead;			/* device removed: nothing more is accepted */
 	bool stop;			/* terminate_all(): drop what is queued */
+	bool running;			/* sdma_work() holds a descriptor */
+	bool halting;			/* released: the engine halts at halt_at */
+	bool halted;			/* ... its last descriptor written then */
+	ktime_t halt_at;
 	struct work_struct work;
 	wait_queue_head_t wq;		/* latency waits, cut short by stop */
 	struct sdma_map maps[MMIO_CACHE];
@@ -295,6 +328,14 @@ static void sdma_complete(struct sdma_chan *sc, struct sdma_desc *d, enum dmaeng
 		local_bh_enable();
 }
 
+static void sdma_sleep_until(ktime_t t)
+{
+	ktime_t left = ktime_sub(t, ktime_get());
+
+	if (ktime_to_ns(left) > 0)
+		fsleep(ktime_to_us(left));
+}
+
 /* Runs the issued descriptors in order, from the provider's own context. */
 static void sdma_work(struct work_struct *work)
 {
@@ -304,19 +345,35 @@ static void sdma_work(struct work_struct *work)
 	u64 start, now;
 
 	for (;;) {
+		bool late = false;
+
 		spin_lock_irq(&sc->lock);
 		d = list_first_entry_or_null(&sc->issued, struct sdma_desc, node);
-		if (!d || sc->stop) {
+		if (!d || sc->stop || sc->halted) {
+			sc->running = false;
 			spin_unlock_irq(&sc->lock);
 			return;
 		}
 		list_del(&d->node);
+		sc->running = true;
 		spin_unlock_irq(&sc->lock);
 
 		if (ktime_before(ktime_get(), d->due))
 			wait_event_hrtimeout(sc->wq, READ_ONCE(sc->stop),
 					     ktime_sub(d->due, ktime_get()));
-		if (READ_ONCE(sc->stop)) {
+		spin_lock_irq(&sc->lock);
+		late = sc->halting;
+		sc->halted = late;
+		spin_unlock_irq(&sc->lock);
+		if (late) {
+			/*
+			 * The channel is being released and the engine is slow
+			 * to halt: the descriptor it is on (this one, or the
+			 * next if the release came during a copy) lands when it
+			 * does, whatever its client did meanwhile.
+			 */
+			sdma_sleep_until(sc->halt_at);
+		} else if (READ_ONCE(sc->stop)) {
 			/* terminate_all() or removal took the channel meanwhile */
 			sdma_complete(sc, d, DMA_TRANS_ABORTED);
 			continue;
@@ -336,6 +393,11 @@ static void sdma_work(struct work_struct *work)
 		 */
 		wmb();
 		atomic64_add(d->len, &busy_bytes);
+		if (late) {
+			atomic_inc(&late_writes);
+			pr_info(DRV_NAME ": %s: engine halted: %zu bytes to %pad written after the release began\n",
+				dma_chan_name(&sc->chan), d->len, &d->dst);
+		}
 		now = ktime_get_ns();
 		atomic64_add(now - start, &busy_copy_ns);
 		sdma_complete(sc, d, r);
@@ -475,14 +537,35 @@ static void sdma_synchronize(struct dma_chan *c)
 /*
  * The client let the channel go. soft and ioat drop what is queued; plx stops
  * the engine (a copy under way finishes first) and calls every descriptor left
- * back as aborted, as plx_dma_free_chan_resources() does.
+ * back as aborted, as plx_dma_free_chan_resources() does. With stop_us, a busy
+ * engine takes that long to halt, and the descriptor under way lands then.
  */
 static void sdma_free_chan_resources(struct dma_chan *c)
 {
 	struct sdma_chan *sc = to_schan(c);
+	unsigned int us = min_t(unsigned int, READ_ONCE(stop_us), 60 * USEC_PER_SEC);
+	bool halting;
 
+	spin_lock_irq(&sc->lock);
+	halting = us && (sc->running || !list_empty(&sc->issued));
+	if (halting) {
+		sc->halt_at = ktime_add_us(ktime_get(), us);
+		sc->halting = true;
+	}
+	spin_unlock_irq(&sc->lock);
+	if (halting) {
+		atomic_inc(&releasing);
+		sdma_sleep_until(sc->halt_at);
+		/* the one under way is written and called back first, as plx_dma does */
+		flush_work(&sc->work);
+	}
 	sdma_flush(sc, prof == PROFILE_PLX);
 	flush_work(&sc->work);
+	if (halting) {
+		sc->halting = false;
+		sc->halted = false;
+		atomic_dec(&releasing);
+	}
 	sdma_unmap_all(sc);
 }
 

@@ -15,6 +15,12 @@
 #   linkloss  host b's NTB port is unbound while descriptors are queued: the
 #             connections reset (or finish), nothing lands in the next epoch,
 #             and after the port is back a stream is intact over NTB again
+#   flap      (plx) a timeout kill's release is still halting the engine
+#             (soft_dma's stop_us: 8 s, plx_dma's up to 1 s) when host b's
+#             port is unbound and bound again: the descriptor under way lands
+#             before the next epoch begins, and that epoch's streams are intact
+#             (before 'dma: wait for every channel being killed', the epoch
+#             began first and the engine wrote into it)
 # After each: every pinned page released.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
@@ -22,6 +28,7 @@ source "$REPO/selftests/dma/lib.sh"
 
 engine_defaults() {
 	[ -w "$SOFT_DMA/latency_us" ] && echo 0 >"$SOFT_DMA/latency_us"
+	[ -w "$SOFT_DMA/stop_us" ] && echo 0 >"$SOFT_DMA/stop_us"
 	echo 2000 >"$NTBSMC_PARAMS/dma_timeout_ms" 2>/dev/null
 }
 
@@ -114,6 +121,34 @@ linkloss_hook() {
 	port_unbind
 }
 
+# releasing: a channel's release waits for its engine to halt (soft_dma's stop_us).
+releasing() {
+	local rel late
+	read -r rel late <"$SOFT_DMA/stopping"
+	[ "$rel" -ge 1 ]
+}
+
+# flap_hook: once a timeout kill's release is halting its engine, host b's port
+# goes away and comes back while it does (the engine's later releases are quick).
+flap_hook() {
+	[ "$ROLE" = b ] || return 0
+	wait_for 60 "a channel's release halting its engine" releasing
+	echo "ntbsmc-test: flap" >/dev/kmsg
+	engine_defaults
+	port_unbind
+	port_bind
+}
+
+# epoch_order: "HALTED LATE" from the kernel log since the flap: the engine
+# writes that landed after their channel's release began, and how many of them
+# came after an epoch had begun again ("ntbsmc: link active").
+epoch_order() {
+	dmesg | awk '/ntbsmc-test: flap/ { on = 1; halted = 0; active = 0; late = 0; next }
+		on && /soft_dma: .*engine halted/ { halted++; if (active) late++ }
+		on && /ntbsmc: link active/ { active++ }
+		END { print halted + 0, late + 0 }'
+}
+
 for prof in $PROFILES; do
 	engine "$prof-timeout" "$prof"
 	# A descriptor takes 250 ms, the timeout is 150 ms: every channel dies with
@@ -154,6 +189,30 @@ for prof in $PROFILES; do
 	[ "$ROLE" = b ] && port_bind
 	ulp_wait_active
 	streams "$prof-after" 2 $((4 * MB))
+	wait_for 10 "every pinned page released" pins_balanced
+
+	[ "$prof" = plx ] || continue
+	# A descriptor takes 250 ms against a timeout of 150 ms, and releasing a
+	# busy channel takes 8 s: the port flaps while a timeout kill waits for
+	# its engine to halt, which then writes the descriptor it was on.
+	engine "$prof-flap" "$prof"
+	if [ "$ROLE" = b ]; then
+		echo 150 >"$NTBSMC_PARAMS/dma_timeout_ms"
+		echo 250000 >"$SOFT_DMA/latency_us"
+		echo 8000000 >"$SOFT_DMA/stop_us"
+	fi
+	STREAM_OPTS=--allow-reset STREAM_HOOK=flap_hook \
+		streams "$prof-flap" 4 $((64 * MB))
+	[ "$ROLE" = b ] && engine_defaults
+	ulp_wait_active
+	streams "$prof-epoch" 4 $((16 * MB))
+	if [ "$ROLE" = b ]; then
+		wait_for 30 "every release to halt its engine" eval '! releasing'
+		read -r halted late <<<"$(epoch_order)"
+		check "$prof-flap: engine writes after their release began: $halted" \
+			[ "$halted" -ge 1 ]
+		check "$prof-flap: of those, after the next epoch began: $late" [ "$late" = 0 ]
+	fi
 	wait_for 10 "every pinned page released" pins_balanced
 done
 checked
