@@ -191,6 +191,7 @@ if [ "$ROLE" = a ]; then
 	out=$(tail -1 $WORK/down.json)
 	log "link down, server: $out (${ms} ms after the unbind was announced)"
 	check "server not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "the reader read EOF before its error (a truncation): $out" lacks "$out" early_eof
 	check "the reader's reset was reported late (abort_report_delay fired)" \
 		[ "$(cat $FAULTS/abort_report_delay/times)" = 0 ]
 	fault_clear abort_report_delay

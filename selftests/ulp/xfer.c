@@ -21,7 +21,9 @@
  * NTB, the ports and the time; the client's also says how long its connect()
  * took ("connect_ms": with ntbsmc, the handshake's time too). Exit status 1 when any byte was wrong or an error
  * ended a connection; with --allow-reset a reset or timeout of the connection is
- * an outcome ("outcome": "reset"), not a failure. --hold FILE keeps the connection
+ * an outcome ("outcome": "reset"), not a failure; a reader that read EOF before
+ * the stream's end says where ("early_eof": bytes), whatever came next, for the
+ * test to judge (after link loss, a truncation). --hold FILE keeps the connection
  * open after its exchange, with the JSON line already printed, until FILE exists.
  *
  * The sender writes from a buffer N (--offset) bytes past a page boundary, in
@@ -118,6 +120,14 @@ static pthread_mutex_t end_lock = PTHREAD_MUTEX_INITIALIZER;
  * A connection-ending error: with --allow-reset a reset or timeout is reported as
  * the outcome (exit 0), anything else fails.
  */
+/*
+ * A clean EOF before the stream's end: where (bytes received), else UINT64_MAX.
+ * With the reset that usually follows (the verdict cannot be sent), the outcome
+ * is "reset" and this says the reader was told EOF first: a truncation it would
+ * have taken for success, had it not known the length.
+ */
+static volatile uint64_t eof_at = UINT64_MAX;
+
 static void __attribute__((noreturn)) conn_error(const char *what, int err)
 {
 	bool reset = err == ECONNRESET || err == EPIPE || err == ETIMEDOUT ||
@@ -125,8 +135,11 @@ static void __attribute__((noreturn)) conn_error(const char *what, int err)
 	double secs = connected_at ? now() - connected_at : 0.0;
 
 	pthread_mutex_lock(&end_lock);
-	printf("{\"outcome\": \"%s\", \"error\": \"%s\", \"during\": \"%s\", \"secs\": %.3f}\n",
+	printf("{\"outcome\": \"%s\", \"error\": \"%s\", \"during\": \"%s\", \"secs\": %.3f",
 	       reset ? "reset" : "error", strerrorname_np(err) ?: "?", what, secs);
+	if (eof_at != UINT64_MAX)
+		printf(", \"early_eof\": %" PRIu64, eof_at);
+	printf("}\n");
 	fflush(stdout);
 	_exit(opt.allow_reset && reset ? 0 : 1);
 }
@@ -352,8 +365,10 @@ static struct verdict recv_stream(int fd, uint64_t seed, uint64_t bytes)
 			continue;
 		if (n < 0)
 			conn_error("recv", errno);
-		if (!n)
+		if (!n) {
+			eof_at = v.received;
 			break;
+		}
 		if (v.first_bad == NO_ERROR) {
 			fill(seed, v.received, want, n);
 			if (memcmp(buf, want, n)) {
@@ -498,6 +513,8 @@ static bool session(int fd, const char *seed_text)
 		       max_gap * 1000);
 	if (got.first_bad != NO_ERROR)
 		printf("\"first_bad\": %" PRIu64 ", ", got.first_bad);
+	if (eof_at != UINT64_MAX)
+		printf("\"early_eof\": %" PRIu64 ", ", eof_at);
 	if (sending && back.first_bad != NO_ERROR)
 		printf("\"peer_first_bad\": %" PRIu64 ", ", back.first_bad);
 	if (sending && (opt.munmap_ms || opt.fork_ms))
