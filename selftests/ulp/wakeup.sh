@@ -118,7 +118,10 @@ lostbell_case() {
 		rm -f $FIFO $LB_FIRED
 		mkfifo $FIFO || fail "mkfifo"
 		inns sh -c "echo 64 >$RMB" || fail "cannot set rmb_kb=64"
-		inns "$LB" server "$MY_IP" $port $LB_ROUNDS $FIFO $FAULTS >"$WORK/lb-$mode.out" 2>&1 &
+		# (ip netns exec mounts a sysfs of its own, without debugfs: the
+		# fault points through init's root)
+		inns "$LB" server "$MY_IP" $port $LB_ROUNDS $FIFO "/proc/1/root$FAULTS" \
+			>"$WORK/lb-$mode.out" 2>&1 &
 		srv=$!
 		wait_for 60 "lostbell server on $port" pid_listening $srv $port
 		barrier "lb-$mode-listening"
