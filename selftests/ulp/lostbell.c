@@ -6,6 +6,8 @@
  *   lostbell server ADDR PORT ROUNDS FIFO FAULTDIR   (listens; a connection a round)
  *   lostbell client ADDR PORT ROUNDS FIFO MODE
  *
+ * FIFO and FIFO.back are FIFOs both ends can open.
+ *
  * MODE is space-alone, space-poll, space-recv, space-once, data-alone or
  * data-send.
  *
@@ -27,8 +29,12 @@
  * socket sends a byte every 2 ms (data-send), or nothing (data-alone). R must
  * wake and read the 512 bytes, checked.
  *
- * The sockets time out after 10 s (SO_SNDTIMEO, SO_RCVTIMEO): a waiter not woken
- * fails the round, it never hangs the test. The server prints a line a round
+ * A waiter must wake within WAKE_BOUND_MS (8 s, twenty times the re-check's
+ * bound) of the server's drain or send, or the round fails; the sockets time
+ * out after 20 s (SO_SNDTIMEO, SO_RCVTIMEO), so a waiter never woken never
+ * hangs the test. In data-*, the server touches its socket again only once the
+ * client says (through FIFO.back) that its reader woke: a read or a poll of its
+ * own would set its WANT_DATA, whose event wakes the client's reader too. The server prints a line a round
  * ("round N fired F": whether the fault fired, so the test knows how many
  * doorbells were lost), the client one JSON line: rounds and the longest wait
  * from the server's drain or send to the waiter's wake (ms, for the log; the
@@ -59,7 +65,14 @@
 #define DATA_LEN	512
 /* what the writer sends: more than the server's 64 KiB buffer holds */
 #define SPACE_LEN	(64 * 1024 + EXTRA)
-#define TIMEOUT_S	10
+#define TIMEOUT_S	20
+/*
+ * A waiter must wake this soon after its doorbell was dropped: the re-check's
+ * bound is two recheck_ms periods (200 ms in the test), so this leaves 20 times
+ * that for a loaded emulator, and stays well under TIMEOUT_S, at which a
+ * writer never woken would wake anyway (and go on, finding the space).
+ */
+#define WAKE_BOUND_MS	8000
 
 static void __attribute__((noreturn)) die(const char *what)
 {
@@ -198,7 +211,8 @@ static int wait_inq(int fd, int want, const char *what)
 	return n;
 }
 
-static void server(const struct sockaddr_in *a, long rounds, int fifo, const char *faults)
+static void server(const struct sockaddr_in *a, long rounds, int fifo, int back,
+		   const char *faults)
 {
 	char dir[512];
 	long r;
@@ -251,6 +265,13 @@ static void server(const struct sockaddr_in *a, long rounds, int fifo, const cha
 				die("send data");
 			if (write(fifo, "d", 1) != 1)
 				die("fifo");
+			/* nothing of ours may wake the reader: wait for its word */
+			{
+				struct pollfd p = { .fd = back, .events = POLLIN };
+
+				if (poll(&p, 1, 2 * TIMEOUT_S * 1000) != 1 || read(back, &c, 1) != 1)
+					die("the client's word that its reader woke");
+			}
 			/* the client closes once its reader has the data */
 			while (recv(fd, buf, sizeof(buf), 0) > 0)
 				;
@@ -269,7 +290,7 @@ static void server(const struct sockaddr_in *a, long rounds, int fifo, const cha
 }
 
 struct client {
-	int fd, fifo;
+	int fd, fifo, back;
 	const char *look;	/* alone, poll, recv, once, send */
 	atomic_bool done;
 	_Atomic double signalled;	/* when the server drained or sent */
@@ -320,9 +341,9 @@ static void *signal_reader(void *arg)
 	return NULL;
 }
 
-static double client_round(const struct sockaddr_in *a, int fifo, const char *mode)
+static double client_round(const struct sockaddr_in *a, int fifo, int back, const char *mode)
 {
-	struct client c = { .fifo = fifo };
+	struct client c = { .fifo = fifo, .back = back };
 	pthread_t lt, st;
 	bool space = !strncmp(mode, "space-", 6);
 	double woke;
@@ -377,6 +398,13 @@ static double client_round(const struct sockaddr_in *a, int fifo, const char *mo
 		pthread_join(lt, NULL);
 	if (!one_sig)
 		pthread_join(st, NULL);
+	if (!space && write(back, "k", 1) != 1)
+		die("fifo back");
+	if (woke - c.signalled > WAKE_BOUND_MS) {
+		fprintf(stderr, "lostbell: %s: the waiter woke %.0f ms after its doorbell was dropped, bound %d\n",
+			mode, woke - c.signalled, WAKE_BOUND_MS);
+		exit(1);
+	}
 	close(c.fd);
 	return woke - c.signalled;
 }
@@ -386,7 +414,8 @@ int main(int argc, char **argv)
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	long rounds, r;
 	double worst = 0;
-	int fifo;
+	char backpath[1024];
+	int fifo, back;
 
 	if (argc != 7 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
 		fprintf(stderr, "usage: lostbell server ADDR PORT ROUNDS FIFO FAULTDIR\n"
@@ -400,19 +429,18 @@ int main(int argc, char **argv)
 	}
 	rounds = atol(argv[4]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* (read-write: a write-only open would wait for the other end's) */
+	snprintf(backpath, sizeof(backpath), "%s.back", argv[5]);
+	fifo = open(argv[5], O_RDWR);
+	back = open(backpath, O_RDWR);
+	if (fifo < 0 || back < 0)
+		die("open fifos");
 	if (!strcmp(argv[1], "server")) {
-		/* (read-write: a write-only open would wait for the client's) */
-		fifo = open(argv[5], O_RDWR);
-		if (fifo < 0)
-			die("open fifo");
-		server(&a, rounds, fifo, argv[6]);
+		server(&a, rounds, fifo, back, argv[6]);
 		return 0;
 	}
-	fifo = open(argv[5], O_RDWR);
-	if (fifo < 0)
-		die("open fifo");
 	for (r = 0; r < rounds; r++) {
-		double w = client_round(&a, fifo, argv[6]);
+		double w = client_round(&a, fifo, back, argv[6]);
 
 		if (w > worst)
 			worst = w;
