@@ -224,6 +224,28 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 	}
 }
 
+/*
+ * Events of the peer's not taken yet: an entry posted at our consumer index, or
+ * an overflow not handled. The peer rang; its doorbell, or our tasklet, is
+ * late (a busy CPU). For the re-check, which wakes for such a notification but
+ * does not count it as lost; it also kicks the tasklet. Reads our own window
+ * only, racing the tasklet (a hint: it may be taking the entry now). Caller is
+ * in the SRCU section with the link of @dev up.
+ */
+bool ntbsmc_dev_events_pending(struct ntbsmc_dev *dev)
+{
+	struct ntbsmc_win_hdr *h = win_hdr(dev);
+	u32 cons = READ_ONCE(dev->ev_rx_cons);
+	u32 e = le32_to_cpu(READ_ONCE(h->ev[cons % NTBSMC_EV_RING]));
+
+	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
+	if (e >> NTBSMC_EV_SLOT_BITS != ntbsmc_ev_tag(READ_ONCE(dev->epoch), cons) &&
+	    le32_to_cpu(READ_ONCE(h->ev_overflow)) == READ_ONCE(dev->ev_rx_overflow))
+		return false;
+	tasklet_schedule(&dev->ev_tasklet);
+	return true;
+}
+
 /* ---- windows: set up at the first link up (limits need the link) ---- */
 
 static int dev_setup_windows(struct ntbsmc_dev *dev)

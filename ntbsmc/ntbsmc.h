@@ -240,6 +240,7 @@ struct ntbsmc_link_keys {
 
 int ntbsmc_dev_link_keys(struct ntbsmc_dev *dev, struct ntbsmc_link_keys *keys);
 void ntbsmc_dev_post_event(struct ntbsmc_dev *dev, struct ntbsmc_conn *conn);
+bool ntbsmc_dev_events_pending(struct ntbsmc_dev *dev);
 /*
  * Every write into the peer's window is counted here, per namespace by size and
  * per connection; the device's own (header, events consumed) with @conn NULL.
