@@ -327,6 +327,7 @@ struct ntbsmc_conn {
 	struct ntbsmc_txseg *segs;	/* NTBSMC_TX_SEGS, allocated at the first DMA */
 	u32 seg_head, seg_tail;		/* free running: retired up to, filled up to */
 	bool ring_ref;			/* the ring holds a reference (seg_work() puts it) */
+	bool ring_eagain;		/* a sender left with -EAGAIN: full (tx.c) */
 	void *stage;			/* kernel copy for DMA, laid out like the peer's buffer */
 	struct delayed_work tx_work;
 	wait_queue_head_t tx_wq;	/* a segment retired */
