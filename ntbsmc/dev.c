@@ -48,10 +48,27 @@ void ntbsmc_dev_put(struct ntbsmc_dev *dev)
  */
 static unsigned int price_read_ns = IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION) ? 1500 : 0;
 static unsigned int price_doorbell_ns;
-module_param(price_read_ns, uint, 0644);
-MODULE_PARM_DESC(price_read_ns, "Benchmarks: each read across the link spins this long (default 0; test build 1500)");
-module_param(price_doorbell_ns, uint, 0644);
-MODULE_PARM_DESC(price_doorbell_ns, "Benchmarks: each doorbell is handled this much later, spinning (default 0)");
+
+/*
+ * Both spin with interrupts off (the doorbell's in its hard irq handler): a
+ * price is bounded well above any real link's (a read ~1-5 us, a doorbell's
+ * delivery ~1-2 us) and well below what starves the CPU.
+ */
+#define PRICE_MAX_NS	100000
+
+static int price_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, PRICE_MAX_NS);
+}
+
+static const struct kernel_param_ops price_ops = {
+	.set = price_set,
+	.get = param_get_uint,
+};
+module_param_cb(price_read_ns, &price_ops, &price_read_ns, 0644);
+MODULE_PARM_DESC(price_read_ns, "Benchmarks: each read across the link spins this long, 0-100000: 20 times a real link's read at most, a bound on the spin (default 0; test build 1500)");
+module_param_cb(price_doorbell_ns, &price_ops, &price_doorbell_ns, 0644);
+MODULE_PARM_DESC(price_doorbell_ns, "Benchmarks: each doorbell is handled this much later, spinning in its interrupt handler, 0-100000: far above a real doorbell's delay, a bound on the spin (default 0)");
 
 /*
  * One read across the link before each doorbell, for hardware whose write-
