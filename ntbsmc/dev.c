@@ -360,16 +360,30 @@ static void dev_go_down(struct ntbsmc_dev *dev)
 	dev_info(&dev->ntb->dev, "ntbsmc: link down\n");
 }
 
+/*
+ * Called from the link and bring-up works, and from a namespace move (netlink);
+ * all may sleep. Until the random pool is ready (early boot) that waits for it,
+ * with dev->lock held: a device without its secret has nothing to offer yet. A
+ * signal ends the wait of a netlink caller; the link work, which takes none,
+ * then brings the link up.
+ */
 static void dev_start_bringup(struct ntbsmc_dev *dev)
 {
 	lockdep_assert_held(&dev->lock);
+	might_sleep();
+	/*
+	 * A secret per epoch: what the peer learnt of the last one proves nothing,
+	 * and none is drawn from a pool that cannot make it unguessable.
+	 */
+	if (get_random_bytes_wait(dev->secret, sizeof(dev->secret))) {
+		schedule_work(&dev->link_work);
+		return;
+	}
 	/* Nothing the peer wrote before this epoch may be read as current. */
 	memset(dev->win, 0, NTBSMC_RMB_OFFSET);
 	do {
 		dev->epoch = get_random_u32();
 	} while (!dev->epoch);
-	/* a secret per epoch: what the peer learnt of the last one proves nothing */
-	get_random_bytes(dev->secret, sizeof(dev->secret));
 	spin_lock_irq(&dev->slot_lock);
 	dev->nslots = min_t(size_t, NTBSMC_SLOT_MAX,
 			    (min(dev->win_size, dev->peer_win_size) - NTBSMC_RMB_OFFSET) /
