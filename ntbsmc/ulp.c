@@ -543,8 +543,9 @@ static bool ntbsmc_hs_congested(const struct sock *sk)
  * send HELLO. The SYN was let through because fewer than max_handshakes ran
  * then, but SYNs are checked one by one and children counted only here (a
  * round trip later), so N SYNs and then N ACKs would start N: beyond the limit
- * the child's handshake only declines (HELLO_ACK, then a DECLINE of the
- * PROPOSAL: no buffer, no attach), and the client falls back to TCP.
+ * the child's handshake only declines (its CHALLENGE, then a DECLINE of the
+ * PROPOSAL with reason congested: no buffer, no attach), and the client falls
+ * back to TCP.
  * Under ntbsmc_socks_lock, which serialises the count's increments.
  */
 static void hs_count(struct ntbsmc_sock *ctx, struct ntbsmc_net *nn)
