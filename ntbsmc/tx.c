@@ -469,6 +469,14 @@ static u32 conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 {
 	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1);
 	u32 first = min(n, conn->peer_rmb_size - off);
+	/*
+	 * No accessor copies from an iov_iter into I/O memory, and one through a
+	 * bounce buffer would cost a second copy. The window is ordinary memory to
+	 * the CPU, mapped write-combining (dev.c: ioremap_wc()), where plain
+	 * and non-temporal stores are what memcpy_toio() itself does on x86; they
+	 * are ordered before the cursor by ntbsmc_conn_publish_locked()'s wmb().
+	 * Nothing reads through it, so no load is left to the CPU's choosing.
+	 */
 	void *dst = (void __force *)conn->peer_rmb;
 	size_t done;
 
