@@ -46,6 +46,7 @@ case " $BOOTS " in
 *" pkg "*) "$REPO/debian/deps.sh" || exit 1 ;;
 esac
 make -s headers-check || exit 1
+make -s sparse KDIR="$KBUILD" FAULT_INJECTION=1 || exit 1
 if [ -n "$SERIES2" ]; then
 	vm_prepare_series debug "$SERIES2" "$TOP/modules-$SERIES2" || exit 1
 fi
