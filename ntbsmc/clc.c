@@ -301,8 +301,7 @@ static int clc_send_mac(struct clc_io *io, struct clc_transcript *t, void *msg, 
 /* No usable link to @peer_sysid: why, as a reason. */
 static int no_link_reason(struct net *net, const u8 *peer_sysid)
 {
-	return ntbsmc_dev_fabrics(net, peer_sysid) ? NTBSMC_REASON_LINK_DOWN :
-						       NTBSMC_REASON_NO_FABRIC;
+	return ntbsmc_dev_no_link_reason(net, peer_sysid) ?: NTBSMC_REASON_NO_FABRIC;
 }
 
 static int conn_alloc_reason(long err)
@@ -600,7 +599,8 @@ static int server_legacy_client(struct clc_io *io, const u8 *sysid)
 /*
  * The link a PROPOSAL names, or why not. A client only proposes over a link it
  * found active to us, so a system we have no link to, or an active link to it
- * on another fabric, is a claim nobody on a link would make.
+ * on another fabric, is a claim nobody on a link would make. A link to it that
+ * is down, or a device to it that we disabled, is ours to name.
  */
 static struct ntbsmc_dev *server_find_link(struct net *net,
 					   const struct ntbsmc_clc_proposal *prop,
@@ -615,8 +615,7 @@ static struct ntbsmc_dev *server_find_link(struct net *net,
 		ntbsmc_dev_put(dev);
 		*reason = NTBSMC_REASON_AUTH;
 	} else {
-		*reason = ntbsmc_dev_fabrics(net, prop->sysid) ? NTBSMC_REASON_LINK_DOWN :
-							       NTBSMC_REASON_AUTH;
+		*reason = ntbsmc_dev_no_link_reason(net, prop->sysid) ?: NTBSMC_REASON_AUTH;
 	}
 	return NULL;
 }

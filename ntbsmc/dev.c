@@ -619,18 +619,30 @@ struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
 	return found;
 }
 
-/* Devices of @net that reached @peer_sysid before, whatever their link state now. */
-int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid)
+/*
+ * Why no device of @net serves @peer_sysid (ntbsmc_dev_find_active() found
+ * none), by the devices that reached it before: NTBSMC_REASON_LINK_DOWN if one
+ * is enabled (its link may come back), NTBSMC_REASON_DEV_DISABLED if each is
+ * disabled; 0 if none ever reached it.
+ */
+int ntbsmc_dev_no_link_reason(struct net *net, const u8 *peer_sysid)
 {
 	struct ntbsmc_dev *dev;
-	int n = 0;
+	int reason = 0;
 
 	mutex_lock(&ntbsmc_devs_lock);
-	list_for_each_entry(dev, &ntbsmc_devs, list)
-		n += net_eq(dev->net, net) && READ_ONCE(dev->enabled) &&
-		     !memcmp(dev->peer_sysid, peer_sysid, NTBSMC_ID_LEN);
+	list_for_each_entry(dev, &ntbsmc_devs, list) {
+		if (!net_eq(dev->net, net) ||
+		    memcmp(dev->peer_sysid, peer_sysid, NTBSMC_ID_LEN))
+			continue;
+		if (READ_ONCE(dev->enabled)) {
+			reason = NTBSMC_REASON_LINK_DOWN;
+			break;
+		}
+		reason = NTBSMC_REASON_DEV_DISABLED;
+	}
 	mutex_unlock(&ntbsmc_devs_lock);
-	return n;
+	return reason;
 }
 
 /* ---- settings (netlink) ---- */

@@ -225,7 +225,7 @@ void ntbsmc_dev_netns_exit(struct net *net);
 void ntbsmc_dev_put(struct ntbsmc_dev *dev);
 struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
 					  const u8 *peer_sysid);
-int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid);
+int ntbsmc_dev_no_link_reason(struct net *net, const u8 *peer_sysid);
 
 /* A link's secrets (wire.h, "Proof of NTB presence"); wiped after use. */
 struct ntbsmc_link_keys {
