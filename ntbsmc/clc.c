@@ -43,6 +43,20 @@ static void io_init(struct clc_io *io, struct ntbsmc_sock *ctx)
 }
 
 /*
+ * The server's one deadline, for its whole handshake: a handshake timeout from
+ * the child's creation (ctx->hs_start), however late its worker ran and however
+ * late the client answered. A listener that closes waits for its children's
+ * handshakes (listener_drain()): that long at most, not a timeout per message.
+ */
+static void io_init_server(struct clc_io *io, struct ntbsmc_sock *ctx)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(ctx->sk));
+
+	io_init(io, ctx);
+	io->deadline = ctx->hs_start + msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms));
+}
+
+/*
  * TCP can bring no more of the peer's bytes. A socket closed during its
  * handshake has sent its FIN (FIN_WAIT1/2) and still reads the peer's answer.
  */
@@ -640,7 +654,7 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	int rc;
 
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_HELLO_DELAY, sk);
-	io_init(&io, ctx);
+	io_init_server(&io, ctx);
 	/* The child may still be in SYN_RECV: wait for the final state. */
 	wait_event_timeout(ctx->hs_wq, READ_ONCE(sk->sk_state) != TCP_SYN_RECV,
 			   max(0L, (long)(io.deadline - jiffies)));
@@ -682,7 +696,7 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	if (rc)
 		return rc;
 
-	io_init(&io, ctx);
+	/* PROPOSAL and CONFIRM by the same deadline: the client has half of it */
 	rc = clc_recv(&io, &t.prop, NTBSMC_CLC_PROPOSAL);
 	if (rc)
 		return rc;
