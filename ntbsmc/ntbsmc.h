@@ -119,8 +119,13 @@ struct ntbsmc_net {
 	int orphan_timeout_ms;		/* a closed connection unacknowledged this long: reset */
 	int max_orphans;		/* per device; beyond, a closing connection resets */
 	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
-	struct workqueue_struct *hs_wq;	/* this namespace's handshakes: one namespace's
-					 * flood does not hold up another's */
+	/*
+	 * This namespace's handshakes, the clients' and the servers' apart: one
+	 * namespace's flood does not hold up another's, and stalled server
+	 * handshakes (any host may open them) do not hold up our connects
+	 */
+	struct workqueue_struct *hs_wq;
+	struct workqueue_struct *hs_srv_wq;
 	atomic64_t stats[__NTBSMC_STAT_MAX];
 	struct ctl_table_header *sysctl;
 };
