@@ -193,7 +193,8 @@ static void dev_event_slot(struct ntbsmc_dev *dev, u32 slot)
 
 /*
  * Drains our event ring; every value in it is the peer's and checked here. At
- * most one ring's worth per run: a peer that keeps posting gets the rest in the
+ * most one ring's worth of work per run, entries and then slots rescanned: a
+ * peer that keeps posting, or keeps counting overflows, gets the rest in the
  * next run, as NAPI budgets a busy device, not a softirq that never ends.
  */
 static void dev_ev_tasklet(struct tasklet_struct *t)
@@ -201,7 +202,6 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 	struct ntbsmc_dev *dev = from_tasklet(dev, t, ev_tasklet);
 	struct ntbsmc_win_hdr *h = win_hdr(dev);
 	unsigned int budget = NTBSMC_EV_RING;
-	bool rescan = false;
 	u32 e, slot, ovf;
 	int idx;
 
@@ -218,8 +218,6 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 		if (slot < dev->nslots)
 			dev_event_slot(dev, slot);
 	}
-	if (!budget)
-		tasklet_schedule(t);
 	/* Room for the peer, in batches: it sees the ring fuller than it is. */
 	if (dev->ev_rx_cons - dev->ev_rx_cons_pub >= NTBSMC_EV_CONS_BATCH) {
 		idx = srcu_read_lock(&ntbsmc_srcu);
@@ -230,15 +228,34 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 		}
 		srcu_read_unlock(&ntbsmc_srcu, idx);
 	}
+	/*
+	 * An entry the peer had no room for was dropped; its slot may be any. A
+	 * change of the overflow count asks for a pass over every slot, which
+	 * runs in slot order from what the budget left (dev->ev_rescan_next),
+	 * the rest in the next runs. A change seen while a pass runs asks for
+	 * another pass after it: a peer that bumps the count with every doorbell
+	 * costs one pass at a time, at most a ring's worth of slots per run.
+	 *
+	 * No event of an honest peer is lost: it wrote the control block before
+	 * it counted the overflow, and a pass that starts after we saw the count
+	 * (rmb()) looks at every slot after that; one already running looks at
+	 * the slots ahead of it after that too, and the pass it asks for at the
+	 * slots it passed.
+	 */
 	ovf = le32_to_cpu(READ_ONCE(h->ev_overflow));
 	if (ovf != dev->ev_rx_overflow) {
 		dev->ev_rx_overflow = ovf;
-		rescan = true;
+		dev->ev_rescan_want = true;
 	}
-	if (rescan) {
-		for (slot = 0; slot < dev->nslots; slot++)
-			dev_event_slot(dev, slot);
+	if (dev->ev_rescan_next >= dev->nslots && dev->ev_rescan_want) {
+		dev->ev_rescan_want = false;
+		dev->ev_rescan_next = 0;
+		rmb();	/* the count before the control blocks */
 	}
+	for (; budget && dev->ev_rescan_next < dev->nslots; budget--)
+		dev_event_slot(dev, dev->ev_rescan_next++);
+	if (!budget || dev->ev_rescan_want)
+		tasklet_schedule(t);
 }
 
 /* ---- windows: set up at the first link up (limits need the link) ---- */
@@ -448,6 +465,8 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	dev->ev_rx_cons = 0;
 	dev->ev_rx_cons_pub = 0;
 	dev->ev_rx_overflow = 0;
+	dev->ev_rescan_next = NTBSMC_SLOT_MAX;	/* no pass */
+	dev->ev_rescan_want = false;
 	/*
 	 * The peer has consumed none of our entries yet. Its tasklet of the old
 	 * epoch may have written here after our bringup cleared the header (it was

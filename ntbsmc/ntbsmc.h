@@ -201,6 +201,8 @@ struct ntbsmc_dev {
 	u32 ev_rx_cons;			/* entries of ours consumed */
 	u32 ev_rx_cons_pub;		/* ... as the peer was last told */
 	u32 ev_rx_overflow;
+	u32 ev_rescan_next;		/* the pass over the slots: next, or >= nslots: none */
+	bool ev_rescan_want;		/* the overflow count changed: a pass (after this one) */
 	struct tasklet_struct ev_tasklet;
 
 	struct delayed_work bringup_work;
