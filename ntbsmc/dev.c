@@ -384,6 +384,56 @@ static void dev_go_down(struct ntbsmc_dev *dev)
  * signal ends the wait of a netlink caller; the link work, which takes none,
  * then brings the link up.
  */
+/*
+ * The event tag holds our epoch's low byte only (wire.h), so an entry the peer
+ * posted for an earlier epoch of ours would be taken for one of the current
+ * epoch if their bytes were equal: it would run our consumer ahead of the
+ * peer. A new epoch's byte is therefore none of those the peer may still post
+ * with (ev_tags_live): an old entry, late or still being posted, never matches.
+ *
+ * The peer posts with our epoch X only while it is active on X, which it read
+ * from our scratchpads. Every bring-up of ours rings it; an active peer that
+ * sees our epoch change goes down, waits for its posters (dev_go_down()), and
+ * only then writes its own new epoch into our scratchpads: its posted writes
+ * land before that one is read (PCIe orders them, and a read's completion
+ * does not pass them). So once we read a peer epoch other than the one we
+ * read last, the peer posts with none of the epochs we had before that last
+ * read: only those current since then (ev_tags_since) stay live.
+ */
+static void dev_ev_tags_peer(struct ntbsmc_dev *dev, u32 peer_spad_epoch)
+{
+	lockdep_assert_held(&dev->lock);
+	if (peer_spad_epoch != dev->peer_spad_epoch) {
+		bitmap_copy(dev->ev_tags_live, dev->ev_tags_since, NTBSMC_EV_EPOCH_TAGS);
+		dev->peer_spad_epoch = peer_spad_epoch;
+	}
+	bitmap_zero(dev->ev_tags_since, NTBSMC_EV_EPOCH_TAGS);
+	__set_bit(dev->epoch % NTBSMC_EV_EPOCH_TAGS, dev->ev_tags_since);
+}
+
+/* A new epoch for our window; its tag is none the peer may still post with. */
+static void dev_ev_tags_new_epoch(struct ntbsmc_dev *dev)
+{
+	u32 tag;
+
+	lockdep_assert_held(&dev->lock);
+	/*
+	 * 255 epochs and the peer never showed a new one: it is stalled or
+	 * gone, and what it posted before stalling is as likely to match as
+	 * without this (1 in 256); all but the current are forgotten.
+	 */
+	if (bitmap_full(dev->ev_tags_live, NTBSMC_EV_EPOCH_TAGS)) {
+		bitmap_zero(dev->ev_tags_live, NTBSMC_EV_EPOCH_TAGS);
+		__set_bit(dev->epoch % NTBSMC_EV_EPOCH_TAGS, dev->ev_tags_live);
+	}
+	do {
+		dev->epoch = get_random_u32();
+		tag = dev->epoch % NTBSMC_EV_EPOCH_TAGS;
+	} while (!dev->epoch || test_bit(tag, dev->ev_tags_live));
+	__set_bit(tag, dev->ev_tags_live);
+	__set_bit(tag, dev->ev_tags_since);
+}
+
 static void dev_start_bringup(struct ntbsmc_dev *dev)
 {
 	lockdep_assert_held(&dev->lock);
@@ -398,9 +448,7 @@ static void dev_start_bringup(struct ntbsmc_dev *dev)
 	}
 	/* Nothing the peer wrote before this epoch may be read as current. */
 	memset(dev->win, 0, NTBSMC_RMB_OFFSET);
-	do {
-		dev->epoch = get_random_u32();
-	} while (!dev->epoch);
+	dev_ev_tags_new_epoch(dev);
 	spin_lock_irq(&dev->slot_lock);
 	dev->nslots = min_t(size_t, NTBSMC_SLOT_MAX,
 			    (min(dev->win_size, dev->peer_win_size) - NTBSMC_RMB_OFFSET) /
@@ -436,6 +484,7 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	win_kb = ntb_spad_read(ntb, NTBSMC_SPAD_WIN_KB);
 	if (ntb_spad_read(ntb, NTBSMC_SPAD_EPOCH) != epoch)
 		return;		/* rewritten while we read: next round */
+	dev_ev_tags_peer(dev, epoch);
 	if ((size_t)win_kb << 10 != dev->peer_win_size &&
 	    (size_t)win_kb << 10 > dev->peer_win_size) {
 		dev_err_ratelimited(&ntb->dev,

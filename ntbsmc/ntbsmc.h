@@ -169,6 +169,14 @@ struct ntbsmc_dev {
 	struct mutex lock;		/* state changes */
 	enum ntbsmc_dev_state state;
 	u32 epoch, peer_epoch;
+	/*
+	 * Under lock: the event tags (wire.h) of our epochs the peer may still
+	 * post with, and of those current since we last read its scratchpads,
+	 * whose epoch it last showed (dev_ev_tags_*())
+	 */
+	DECLARE_BITMAP(ev_tags_live, NTBSMC_EV_EPOCH_TAGS);
+	DECLARE_BITMAP(ev_tags_since, NTBSMC_EV_EPOCH_TAGS);
+	u32 peer_spad_epoch;
 	u8 peer_sysid[NTBSMC_ID_LEN];
 	/* ours for this epoch, in the peer's window header; under lock */
 	u8 secret[NTBSMC_SECRET_LEN];

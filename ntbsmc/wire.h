@@ -63,14 +63,20 @@ struct ntbsmc_win_hdr {
  * An event names a slot whose control block changed. It carries its own
  * validity, so that one posted write publishes it: a tag of the ring's lap and
  * of the owner's link epoch, never zero. A stale entry (an earlier lap, an
- * earlier epoch, a cleared header) does not match the tag the owner expects next.
+ * earlier epoch, a cleared header) does not match the tag the owner expects next:
+ * the tag holds the epoch's low byte, and the owner never starts an epoch whose
+ * byte the writer may still post with (dev.c). That is the owner's choice
+ * alone, so a writer of any version 5 build is held to it.
  */
 #define NTBSMC_EV_SLOT_BITS	10
 static_assert(NTBSMC_SLOT_MAX <= 1 << NTBSMC_EV_SLOT_BITS);
+/* Of the owner's epoch, the tag holds the low byte: this many values */
+#define NTBSMC_EV_EPOCH_TAGS	256
 
 static inline u32 ntbsmc_ev_tag(u32 owner_epoch, u32 seq)
 {
-	return ((seq / NTBSMC_EV_RING) & 0x1fff) | ((owner_epoch & 0xff) << 13) | BIT(21);
+	return ((seq / NTBSMC_EV_RING) & 0x1fff) |
+	       ((owner_epoch % NTBSMC_EV_EPOCH_TAGS) << 13) | BIT(21);
 }
 
 static inline u32 ntbsmc_ev_entry(u32 owner_epoch, u32 seq, u32 slot)
