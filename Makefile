@@ -2,6 +2,7 @@
 #
 # make              modules (against KDIR) and userspace tools
 # make check        the test suite: guest kernel, QEMU topologies, kselftest TAP
+# make sparse       sparse over the modules against KDIR (make check runs it)
 # make demo         the main job on the emulated fabric, on Debian's own kernel
 # make bench        figures on the non-debug guest kernel
 # make install      modules and tools for KDIR's kernel (real hardware)
@@ -46,6 +47,21 @@ headers-check:
 		rm -rf $$d; [ $$rc = 0 ] || exit $$rc; \
 	done
 
+# sparse (C=2, endianness too) over the modules users install, ntbsmc as
+# built (FAULT_INJECTION=1: the test build's too), against KDIR, in a private
+# tree as above: any line sparse or the compiler prints fails.
+sparse:
+	@test -d "$(KDIR)" || { echo "Error: no kernel build tree at KDIR=$(KDIR)" >&2; exit 1; }
+	@command -v sparse >/dev/null || { echo "Error: no sparse (apt install sparse)" >&2; exit 1; }
+	@d=$$(mktemp -d /tmp/ntbsmc-sparse.XXXXXX) && selftests/vm/copy-modules.sh $$d && \
+	rc=0 && for m in $(INSTALL_MODULES); do \
+		$(MAKE) -s -C $(KDIR) M=$$d/$$m C=2 CF="-D__CHECK_ENDIAN__" $(FAULT_FLAGS) \
+			>>$$d.log 2>&1 || rc=$$?; \
+	done; \
+	grep -v "has no NTB core\|Skipping BTF generation" $$d.log | sed "s|$$d/||g" >$$d.out; \
+	cat $$d.out; [ -s $$d.out ] && rc=1; rm -rf $$d $$d.log $$d.out; \
+	[ $$rc = 0 ] || { echo "Error: make sparse: warnings in our code (above)" >&2; exit 1; }
+
 check:
 	bash selftests/run_tests.sh
 
@@ -75,7 +91,7 @@ clean:
 	-$(MAKE) -C netlink-tool clean
 	-$(MAKE) -C selftests/ulp clean
 
-.PHONY: all modules tools headers-check check demo bench install clean deb
+.PHONY: all modules tools headers-check sparse check demo bench install clean deb
 
 # Debian packages ntbsmc-dkms and ntbsmc-tools (debian/deps.sh installs the
 # tools), built from a copy of the tree, in build/deb/ with lintian's report.

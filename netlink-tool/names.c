@@ -35,6 +35,7 @@ static const char *const reason_names[__NTBSMC_REASON_MAX] = {
 	[NTBSMC_REASON_DISCONNECTED]	= "disconnected",
 	[NTBSMC_REASON_CONGESTED]	= "congested",
 	[NTBSMC_REASON_AUTH]		= "auth",
+	[NTBSMC_REASON_DEV_DISABLED]	= "dev_disabled",
 };
 
 /* As ss(8) spells them; TCP_NEW_SYN_RECV (12) is a request socket ss shows as SYN-RECV. */

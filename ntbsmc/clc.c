@@ -43,6 +43,20 @@ static void io_init(struct clc_io *io, struct ntbsmc_sock *ctx)
 }
 
 /*
+ * The server's one deadline, for its whole handshake: a handshake timeout from
+ * the child's creation (ctx->hs_start), however late its worker ran and however
+ * late the client answered. A listener that closes waits for its children's
+ * handshakes (listener_drain()): that long at most, not a timeout per message.
+ */
+static void io_init_server(struct clc_io *io, struct ntbsmc_sock *ctx)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(ctx->sk));
+
+	io_init(io, ctx);
+	io->deadline = ctx->hs_start + msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms));
+}
+
+/*
  * TCP can bring no more of the peer's bytes. A socket closed during its
  * handshake has sent its FIN (FIN_WAIT1/2) and still reads the peer's answer.
  */
@@ -301,8 +315,7 @@ static int clc_send_mac(struct clc_io *io, struct clc_transcript *t, void *msg, 
 /* No usable link to @peer_sysid: why, as a reason. */
 static int no_link_reason(struct net *net, const u8 *peer_sysid)
 {
-	return ntbsmc_dev_fabrics(net, peer_sysid) ? NTBSMC_REASON_LINK_DOWN :
-						       NTBSMC_REASON_NO_FABRIC;
+	return ntbsmc_dev_no_link_reason(net, peer_sysid) ?: NTBSMC_REASON_NO_FABRIC;
 }
 
 static int conn_alloc_reason(long err)
@@ -600,7 +613,8 @@ static int server_legacy_client(struct clc_io *io, const u8 *sysid)
 /*
  * The link a PROPOSAL names, or why not. A client only proposes over a link it
  * found active to us, so a system we have no link to, or an active link to it
- * on another fabric, is a claim nobody on a link would make.
+ * on another fabric, is a claim nobody on a link would make. A link to it that
+ * is down, or a device to it that we disabled, is ours to name.
  */
 static struct ntbsmc_dev *server_find_link(struct net *net,
 					   const struct ntbsmc_clc_proposal *prop,
@@ -615,8 +629,7 @@ static struct ntbsmc_dev *server_find_link(struct net *net,
 		ntbsmc_dev_put(dev);
 		*reason = NTBSMC_REASON_AUTH;
 	} else {
-		*reason = ntbsmc_dev_fabrics(net, prop->sysid) ? NTBSMC_REASON_LINK_DOWN :
-							       NTBSMC_REASON_AUTH;
+		*reason = ntbsmc_dev_no_link_reason(net, prop->sysid) ?: NTBSMC_REASON_AUTH;
 	}
 	return NULL;
 }
@@ -641,7 +654,7 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	int rc;
 
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_HELLO_DELAY, sk);
-	io_init(&io, ctx);
+	io_init_server(&io, ctx);
 	/* The child may still be in SYN_RECV: wait for the final state. */
 	wait_event_timeout(ctx->hs_wq, READ_ONCE(sk->sk_state) != TCP_SYN_RECV,
 			   max(0L, (long)(io.deadline - jiffies)));
@@ -683,7 +696,7 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	if (rc)
 		return rc;
 
-	io_init(&io, ctx);
+	/* PROPOSAL and CONFIRM by the same deadline: the client has half of it */
 	rc = clc_recv(&io, &t.prop, NTBSMC_CLC_PROPOSAL);
 	if (rc)
 		return rc;

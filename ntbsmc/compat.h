@@ -14,8 +14,9 @@
 #include <linux/sysctl.h>
 #include <linux/bpf.h>
 
-#if __has_include(<linux/unaligned.h>)
-#include <linux/unaligned.h>		/* 6.12 */
+/* 6.12: moved; by version, as sparse (make sparse) has no __has_include */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/unaligned.h>
 #else
 #include <asm/unaligned.h>
 #endif

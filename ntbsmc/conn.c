@@ -782,14 +782,32 @@ void ntbsmc_conn_unwant(struct sock *sk, struct ntbsmc_conn *conn, u32 flag)
 	ntbsmc_conn_wake(sk, flag == NTBSMC_F_WANT_DATA ? EPOLLIN : EPOLLOUT);
 }
 
+/*
+ * Test build: the doorbell is not rung (the peer's bug, or a lost interrupt:
+ * conn_recheck()). Called without the socket lock (a DMA completion, tx_work):
+ * conn->sk is looked at under conn->lock, which ntbsmc_conn_release() takes to
+ * clear it, so the socket is not freed while its ports are read.
+ */
+static bool conn_notify_dropped(struct ntbsmc_conn *conn)
+{
+	unsigned long flags;
+	bool drop;
+
+	if (!IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION))
+		return false;
+	spin_lock_irqsave(&conn->lock, flags);
+	drop = conn->sk && ntbsmc_fault(NTBSMC_FAULT_NOTIFY_DROP, conn->sk);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return drop;
+}
+
 /* After a cursor update: ring the peer only if it said it waits for one. */
 void ntbsmc_conn_notify(struct ntbsmc_conn *conn, u32 want)
 {
 	if (ntbsmc_conn_update(conn))
 		return;
 	if (READ_ONCE(conn->peer_flags) & want) {
-		/* test build: the peer's bug, or a lost interrupt (conn_recheck()) */
-		if (conn->sk && ntbsmc_fault(NTBSMC_FAULT_NOTIFY_DROP, conn->sk))
+		if (conn_notify_dropped(conn))
 			return;
 		ntbsmc_dev_post_event(conn->dev, conn);
 	} else

@@ -48,10 +48,27 @@ void ntbsmc_dev_put(struct ntbsmc_dev *dev)
  */
 static unsigned int price_read_ns = IS_ENABLED(CONFIG_NTBSMC_FAULT_INJECTION) ? 1500 : 0;
 static unsigned int price_doorbell_ns;
-module_param(price_read_ns, uint, 0644);
-MODULE_PARM_DESC(price_read_ns, "Benchmarks: each read across the link spins this long (default 0; test build 1500)");
-module_param(price_doorbell_ns, uint, 0644);
-MODULE_PARM_DESC(price_doorbell_ns, "Benchmarks: each doorbell is handled this much later, spinning (default 0)");
+
+/*
+ * Both spin with interrupts off (the doorbell's in its hard irq handler): a
+ * price is bounded well above any real link's (a read ~1-5 us, a doorbell's
+ * delivery ~1-2 us) and well below what starves the CPU.
+ */
+#define PRICE_MAX_NS	100000
+
+static int price_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, PRICE_MAX_NS);
+}
+
+static const struct kernel_param_ops price_ops = {
+	.set = price_set,
+	.get = param_get_uint,
+};
+module_param_cb(price_read_ns, &price_ops, &price_read_ns, 0644);
+MODULE_PARM_DESC(price_read_ns, "Benchmarks: each read across the link spins this long, 0-100000: 20 times a real link's read at most, a bound on the spin (default 0; test build 1500)");
+module_param_cb(price_doorbell_ns, &price_ops, &price_doorbell_ns, 0644);
+MODULE_PARM_DESC(price_doorbell_ns, "Benchmarks: each doorbell is handled this much later, spinning in its interrupt handler, 0-100000: far above a real doorbell's delay, a bound on the spin (default 0)");
 
 /*
  * One read across the link before each doorbell, for hardware whose write-
@@ -176,7 +193,8 @@ static void dev_event_slot(struct ntbsmc_dev *dev, u32 slot)
 
 /*
  * Drains our event ring; every value in it is the peer's and checked here. At
- * most one ring's worth per run: a peer that keeps posting gets the rest in the
+ * most one ring's worth of work per run, entries and then slots rescanned: a
+ * peer that keeps posting, or keeps counting overflows, gets the rest in the
  * next run, as NAPI budgets a busy device, not a softirq that never ends.
  */
 static void dev_ev_tasklet(struct tasklet_struct *t)
@@ -184,7 +202,6 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 	struct ntbsmc_dev *dev = from_tasklet(dev, t, ev_tasklet);
 	struct ntbsmc_win_hdr *h = win_hdr(dev);
 	unsigned int budget = NTBSMC_EV_RING;
-	bool rescan = false;
 	u32 e, slot, ovf;
 	int idx;
 
@@ -201,8 +218,6 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 		if (slot < dev->nslots)
 			dev_event_slot(dev, slot);
 	}
-	if (!budget)
-		tasklet_schedule(t);
 	/* Room for the peer, in batches: it sees the ring fuller than it is. */
 	if (dev->ev_rx_cons - dev->ev_rx_cons_pub >= NTBSMC_EV_CONS_BATCH) {
 		idx = srcu_read_lock(&ntbsmc_srcu);
@@ -213,15 +228,34 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 		}
 		srcu_read_unlock(&ntbsmc_srcu, idx);
 	}
+	/*
+	 * An entry the peer had no room for was dropped; its slot may be any. A
+	 * change of the overflow count asks for a pass over every slot, which
+	 * runs in slot order from what the budget left (dev->ev_rescan_next),
+	 * the rest in the next runs. A change seen while a pass runs asks for
+	 * another pass after it: a peer that bumps the count with every doorbell
+	 * costs one pass at a time, at most a ring's worth of slots per run.
+	 *
+	 * No event of an honest peer is lost: it wrote the control block before
+	 * it counted the overflow, and a pass that starts after we saw the count
+	 * (rmb()) looks at every slot after that; one already running looks at
+	 * the slots ahead of it after that too, and the pass it asks for at the
+	 * slots it passed.
+	 */
 	ovf = le32_to_cpu(READ_ONCE(h->ev_overflow));
 	if (ovf != dev->ev_rx_overflow) {
 		dev->ev_rx_overflow = ovf;
-		rescan = true;
+		dev->ev_rescan_want = true;
 	}
-	if (rescan) {
-		for (slot = 0; slot < dev->nslots; slot++)
-			dev_event_slot(dev, slot);
+	if (dev->ev_rescan_next >= dev->nslots && dev->ev_rescan_want) {
+		dev->ev_rescan_want = false;
+		dev->ev_rescan_next = 0;
+		rmb();	/* the count before the control blocks */
 	}
+	for (; budget && dev->ev_rescan_next < dev->nslots; budget--)
+		dev_event_slot(dev, dev->ev_rescan_next++);
+	if (!budget || dev->ev_rescan_want)
+		tasklet_schedule(t);
 }
 
 /*
@@ -365,16 +399,78 @@ static void dev_go_down(struct ntbsmc_dev *dev)
 	dev_info(&dev->ntb->dev, "ntbsmc: link down\n");
 }
 
+/*
+ * Called from the link and bring-up works, and from a namespace move (netlink);
+ * all may sleep. Until the random pool is ready (early boot) that waits for it,
+ * with dev->lock held: a device without its secret has nothing to offer yet. A
+ * signal ends the wait of a netlink caller; the link work, which takes none,
+ * then brings the link up.
+ */
+/*
+ * The event tag holds our epoch's low byte only (wire.h), so an entry the peer
+ * posted for an earlier epoch of ours would be taken for one of the current
+ * epoch if their bytes were equal: it would run our consumer ahead of the
+ * peer. A new epoch's byte is therefore none of those the peer may still post
+ * with (ev_tags_live): an old entry, late or still being posted, never matches.
+ *
+ * The peer posts with our epoch X only while it is active on X, which it read
+ * from our scratchpads. Every bring-up of ours rings it; an active peer that
+ * sees our epoch change goes down, waits for its posters (dev_go_down()), and
+ * only then writes its own new epoch into our scratchpads: its posted writes
+ * land before that one is read (PCIe orders them, and a read's completion
+ * does not pass them). So once we read a peer epoch other than the one we
+ * read last, the peer posts with none of the epochs we had before that last
+ * read: only those current since then (ev_tags_since) stay live.
+ */
+static void dev_ev_tags_peer(struct ntbsmc_dev *dev, u32 peer_spad_epoch)
+{
+	lockdep_assert_held(&dev->lock);
+	if (peer_spad_epoch != dev->peer_spad_epoch) {
+		bitmap_copy(dev->ev_tags_live, dev->ev_tags_since, NTBSMC_EV_EPOCH_TAGS);
+		dev->peer_spad_epoch = peer_spad_epoch;
+	}
+	bitmap_zero(dev->ev_tags_since, NTBSMC_EV_EPOCH_TAGS);
+	__set_bit(dev->epoch % NTBSMC_EV_EPOCH_TAGS, dev->ev_tags_since);
+}
+
+/* A new epoch for our window; its tag is none the peer may still post with. */
+static void dev_ev_tags_new_epoch(struct ntbsmc_dev *dev)
+{
+	u32 tag;
+
+	lockdep_assert_held(&dev->lock);
+	/*
+	 * 255 epochs and the peer never showed a new one: it is stalled or
+	 * gone, and what it posted before stalling is as likely to match as
+	 * without this (1 in 256); all but the current are forgotten.
+	 */
+	if (bitmap_full(dev->ev_tags_live, NTBSMC_EV_EPOCH_TAGS)) {
+		bitmap_zero(dev->ev_tags_live, NTBSMC_EV_EPOCH_TAGS);
+		__set_bit(dev->epoch % NTBSMC_EV_EPOCH_TAGS, dev->ev_tags_live);
+	}
+	do {
+		dev->epoch = get_random_u32();
+		tag = dev->epoch % NTBSMC_EV_EPOCH_TAGS;
+	} while (!dev->epoch || test_bit(tag, dev->ev_tags_live));
+	__set_bit(tag, dev->ev_tags_live);
+	__set_bit(tag, dev->ev_tags_since);
+}
+
 static void dev_start_bringup(struct ntbsmc_dev *dev)
 {
 	lockdep_assert_held(&dev->lock);
+	might_sleep();
+	/*
+	 * A secret per epoch: what the peer learnt of the last one proves nothing,
+	 * and none is drawn from a pool that cannot make it unguessable.
+	 */
+	if (get_random_bytes_wait(dev->secret, sizeof(dev->secret))) {
+		schedule_work(&dev->link_work);
+		return;
+	}
 	/* Nothing the peer wrote before this epoch may be read as current. */
 	memset(dev->win, 0, NTBSMC_RMB_OFFSET);
-	do {
-		dev->epoch = get_random_u32();
-	} while (!dev->epoch);
-	/* a secret per epoch: what the peer learnt of the last one proves nothing */
-	get_random_bytes(dev->secret, sizeof(dev->secret));
+	dev_ev_tags_new_epoch(dev);
 	spin_lock_irq(&dev->slot_lock);
 	dev->nslots = min_t(size_t, NTBSMC_SLOT_MAX,
 			    (min(dev->win_size, dev->peer_win_size) - NTBSMC_RMB_OFFSET) /
@@ -410,6 +506,7 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	win_kb = ntb_spad_read(ntb, NTBSMC_SPAD_WIN_KB);
 	if (ntb_spad_read(ntb, NTBSMC_SPAD_EPOCH) != epoch)
 		return;		/* rewritten while we read: next round */
+	dev_ev_tags_peer(dev, epoch);
 	if ((size_t)win_kb << 10 != dev->peer_win_size &&
 	    (size_t)win_kb << 10 > dev->peer_win_size) {
 		dev_err_ratelimited(&ntb->dev,
@@ -439,6 +536,8 @@ static void dev_try_activate(struct ntbsmc_dev *dev)
 	dev->ev_rx_cons = 0;
 	dev->ev_rx_cons_pub = 0;
 	dev->ev_rx_overflow = 0;
+	dev->ev_rescan_next = NTBSMC_SLOT_MAX;	/* no pass */
+	dev->ev_rescan_want = false;
 	/*
 	 * The peer has consumed none of our entries yet. Its tasklet of the old
 	 * epoch may have written here after our bringup cleared the header (it was
@@ -610,18 +709,30 @@ struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
 	return found;
 }
 
-/* Devices of @net that reached @peer_sysid before, whatever their link state now. */
-int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid)
+/*
+ * Why no device of @net serves @peer_sysid (ntbsmc_dev_find_active() found
+ * none), by the devices that reached it before: NTBSMC_REASON_LINK_DOWN if one
+ * is enabled (its link may come back), NTBSMC_REASON_DEV_DISABLED if each is
+ * disabled; 0 if none ever reached it.
+ */
+int ntbsmc_dev_no_link_reason(struct net *net, const u8 *peer_sysid)
 {
 	struct ntbsmc_dev *dev;
-	int n = 0;
+	int reason = 0;
 
 	mutex_lock(&ntbsmc_devs_lock);
-	list_for_each_entry(dev, &ntbsmc_devs, list)
-		n += net_eq(dev->net, net) && READ_ONCE(dev->enabled) &&
-		     !memcmp(dev->peer_sysid, peer_sysid, NTBSMC_ID_LEN);
+	list_for_each_entry(dev, &ntbsmc_devs, list) {
+		if (!net_eq(dev->net, net) ||
+		    memcmp(dev->peer_sysid, peer_sysid, NTBSMC_ID_LEN))
+			continue;
+		if (READ_ONCE(dev->enabled)) {
+			reason = NTBSMC_REASON_LINK_DOWN;
+			break;
+		}
+		reason = NTBSMC_REASON_DEV_DISABLED;
+	}
 	mutex_unlock(&ntbsmc_devs_lock);
-	return n;
+	return reason;
 }
 
 /* ---- settings (netlink) ---- */

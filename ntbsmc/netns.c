@@ -130,16 +130,21 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->max_orphans = 256;
 
 	/*
-	 * Handshakes sleep on the peer: as many may run as max_handshakes lets
-	 * servers start, beside the clients'.
+	 * Handshakes sleep on the peer, each a handshake timeout at most. The
+	 * servers' are as many as peers open (max_handshakes full ones, and the
+	 * congested that only decline): on a queue of their own, however many
+	 * stall, our clients' connects do not wait for a worker behind them.
 	 */
 	nn->hs_wq = alloc_workqueue("ntbsmc_hs", WQ_UNBOUND, WQ_MAX_ACTIVE);
 	if (!nn->hs_wq)
 		return -ENOMEM;
+	nn->hs_srv_wq = alloc_workqueue("ntbsmc_hs_srv", WQ_UNBOUND, WQ_MAX_ACTIVE);
+	if (!nn->hs_srv_wq)
+		goto err_wq;
 	tbl = kmemdup(ntbsmc_sysctl_template, sizeof(ntbsmc_sysctl_template),
 		      GFP_KERNEL);
 	if (!tbl)
-		goto err_wq;
+		goto err_srv_wq;
 	tbl[0].data = &nn->enabled;
 	tbl[1].data = &nn->handshake_timeout_ms;
 	tbl[2].data = &nn->busy_poll_us;
@@ -156,10 +161,12 @@ static int __net_init ntbsmc_net_init(struct net *net)
 						ARRAY_SIZE(ntbsmc_sysctl_template) - 1);
 	if (!nn->sysctl) {
 		kfree(tbl);
-		goto err_wq;
+		goto err_srv_wq;
 	}
 	return 0;
 
+err_srv_wq:
+	destroy_workqueue(nn->hs_srv_wq);
 err_wq:
 	destroy_workqueue(nn->hs_wq);
 	return -ENOMEM;
@@ -178,6 +185,7 @@ static void __net_exit ntbsmc_net_exit(struct net *net)
 	unregister_net_sysctl_table(nn->sysctl);
 	kfree(tbl);
 	/* every socket held the namespace: no handshake is left but ending ones */
+	destroy_workqueue(nn->hs_srv_wq);
 	destroy_workqueue(nn->hs_wq);
 }
 

@@ -123,8 +123,13 @@ struct ntbsmc_net {
 	int orphan_timeout_ms;		/* a closed connection unacknowledged this long: reset */
 	int max_orphans;		/* per device; beyond, a closing connection resets */
 	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
-	struct workqueue_struct *hs_wq;	/* this namespace's handshakes: one namespace's
-					 * flood does not hold up another's */
+	/*
+	 * This namespace's handshakes, the clients' and the servers' apart: one
+	 * namespace's flood does not hold up another's, and stalled server
+	 * handshakes (any host may open them) do not hold up our connects
+	 */
+	struct workqueue_struct *hs_wq;
+	struct workqueue_struct *hs_srv_wq;
 	atomic64_t stats[__NTBSMC_STAT_MAX];
 	struct ctl_table_header *sysctl;
 };
@@ -168,6 +173,14 @@ struct ntbsmc_dev {
 	struct mutex lock;		/* state changes */
 	enum ntbsmc_dev_state state;
 	u32 epoch, peer_epoch;
+	/*
+	 * Under lock: the event tags (wire.h) of our epochs the peer may still
+	 * post with, and of those current since we last read its scratchpads,
+	 * whose epoch it last showed (dev_ev_tags_*())
+	 */
+	DECLARE_BITMAP(ev_tags_live, NTBSMC_EV_EPOCH_TAGS);
+	DECLARE_BITMAP(ev_tags_since, NTBSMC_EV_EPOCH_TAGS);
+	u32 peer_spad_epoch;
 	u8 peer_sysid[NTBSMC_ID_LEN];
 	/* ours for this epoch, in the peer's window header; under lock */
 	u8 secret[NTBSMC_SECRET_LEN];
@@ -200,6 +213,8 @@ struct ntbsmc_dev {
 	u32 ev_rx_cons;			/* entries of ours consumed */
 	u32 ev_rx_cons_pub;		/* ... as the peer was last told */
 	u32 ev_rx_overflow;
+	u32 ev_rescan_next;		/* the pass over the slots: next, or >= nslots: none */
+	bool ev_rescan_want;		/* the overflow count changed: a pass (after this one) */
 	struct tasklet_struct ev_tasklet;
 
 	struct delayed_work bringup_work;
@@ -230,7 +245,7 @@ void ntbsmc_dev_netns_exit(struct net *net);
 void ntbsmc_dev_put(struct ntbsmc_dev *dev);
 struct ntbsmc_dev *ntbsmc_dev_find_active(struct net *net, const u8 *fabric_id,
 					  const u8 *peer_sysid);
-int ntbsmc_dev_fabrics(struct net *net, const u8 *peer_sysid);
+int ntbsmc_dev_no_link_reason(struct net *net, const u8 *peer_sysid);
 
 /* A link's secrets (wire.h, "Proof of NTB presence"); wiped after use. */
 struct ntbsmc_link_keys {
@@ -339,6 +354,7 @@ struct ntbsmc_conn {
 	struct ntbsmc_txseg *segs;	/* NTBSMC_TX_SEGS, allocated at the first DMA */
 	u32 seg_head, seg_tail;		/* free running: retired up to, filled up to */
 	bool ring_ref;			/* the ring holds a reference (seg_work() puts it) */
+	bool ring_eagain;		/* a sender left with -EAGAIN: full (tx.c) */
 	void *stage;			/* kernel copy for DMA, laid out like the peer's buffer */
 	struct delayed_work tx_work;
 	wait_queue_head_t tx_wq;	/* a segment retired */

@@ -70,6 +70,33 @@ static void seg_kick_locked(struct ntbsmc_conn *conn, unsigned long delay)
 static unsigned int seg_retire_done_locked(struct ntbsmc_conn *conn);
 
 /*
+ * Entries retired. A sender that may not wait found the ring full and left
+ * with -EAGAIN (ntbsmc_dma_send()): it waits for EPOLLOUT, and only a free
+ * entry brings it. It set ring_eagain under conn->lock and looked at the ring
+ * again there, so either it saw this entry free or this sees its flag.
+ */
+static void seg_wake_sender(struct ntbsmc_conn *conn)
+{
+	struct sock *sk = NULL;
+	unsigned long flags;
+
+	if (!READ_ONCE(conn->ring_eagain))
+		return;
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->ring_eagain && conn->seg_tail - conn->seg_head < NTBSMC_TX_SEGS &&
+	    conn->sk) {
+		conn->ring_eagain = false;
+		sk = conn->sk;
+		sock_hold(sk);		/* put below; conn->sk is cleared under the lock */
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (sk) {
+		ntbsmc_conn_wake(sk, NTBSMC_WAKE_OUT);
+		sock_put(sk);
+	}
+}
+
+/*
  * The last descriptor of @seg was called back (or none was issued). Clean
  * segments at the head retire right here, in the engine's completion context;
  * failed ones and the ring's last reference are seg_work()'s.
@@ -104,8 +131,10 @@ void ntbsmc_txseg_done(struct ntbsmc_txseg *seg)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (retired)
 		ntbsmc_conn_notify_data(conn);
-	if (wake)
+	if (wake) {
 		wake_up(&conn->tx_wq);
+		seg_wake_sender(conn);
+	}
 	rcu_read_unlock();
 }
 
@@ -253,6 +282,7 @@ static void seg_work(struct work_struct *work)
 		spin_unlock_irqrestore(&conn->lock, flags);
 		published = true;
 		wake_up(&conn->tx_wq);
+		seg_wake_sender(conn);
 	}
 	/* Drained, conn->lock held: nothing is in flight, nothing will kick us. */
 	if (!conn->ring_ref) {
@@ -263,6 +293,7 @@ static void seg_work(struct work_struct *work)
 	cancel_delayed_work(&conn->tx_work);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	wake_up(&conn->tx_wq);
+	seg_wake_sender(conn);
 	if (published)
 		ntbsmc_conn_notify_data(conn);
 	ntbsmc_conn_tx_idle(conn);
@@ -271,6 +302,7 @@ static void seg_work(struct work_struct *work)
 
 out:
 	wake_up(&conn->tx_wq);
+	seg_wake_sender(conn);
 	if (published)
 		ntbsmc_conn_notify_data(conn);
 	if (kill) {
@@ -297,10 +329,12 @@ static void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto)
  * Sends up to @n bytes of @msg (that much space is free in the peer's buffer) by
  * DMA at our producer cursor: from pinned user pages if @zc, else from a kernel
  * copy. The cursor is published when the segment retires. Returns the bytes
- * taken, 0 if DMA cannot take them (the caller copies with the CPU), or -errno.
- * Called with the socket locked.
+ * taken, 0 if DMA cannot take them (the caller copies with the CPU), or -errno:
+ * -EAGAIN for a @nonblock sender that finds the ring full. Called with the
+ * socket locked.
  */
-static int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc)
+static int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc,
+			   bool nonblock)
 {
 	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1), len;
 	struct ntbsmc_txseg *seg;
@@ -319,9 +353,25 @@ static int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, 
 		if (!conn->stage)
 			return 0;
 	}
-	/* A free ring entry: only we fill it, so it stays free. */
-	if (conn->seg_tail - READ_ONCE(conn->seg_head) >= NTBSMC_TX_SEGS)
-		ntbsmc_dma_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
+	/*
+	 * A free ring entry: only we fill it, so it stays free. A sender that may
+	 * not block gets none while the engine is busy, as TCP's finds no memory,
+	 * and EPOLLOUT once one is free (seg_wake_sender()).
+	 */
+	if (conn->seg_tail - READ_ONCE(conn->seg_head) >= NTBSMC_TX_SEGS) {
+		if (nonblock) {
+			bool full;
+
+			spin_lock_irqsave(&conn->lock, flags);
+			full = conn->seg_tail - conn->seg_head >= NTBSMC_TX_SEGS;
+			conn->ring_eagain |= full;
+			spin_unlock_irqrestore(&conn->lock, flags);
+			if (full)
+				return -EAGAIN;
+		} else {
+			ntbsmc_dma_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
+		}
+	}
 
 	len = min3(n, conn->peer_rmb_size - off, (u32)NTBSMC_CHUNK);
 	seg = seg_at(conn, conn->seg_tail);
@@ -419,6 +469,14 @@ static u32 conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 {
 	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1);
 	u32 first = min(n, conn->peer_rmb_size - off);
+	/*
+	 * No accessor copies from an iov_iter into I/O memory, and one through a
+	 * bounce buffer would cost a second copy. The window is ordinary memory to
+	 * the CPU, mapped write-combining (dev.c: ioremap_wc()), where plain
+	 * and non-temporal stores are what memcpy_toio() itself does on x86; they
+	 * are ordered before the cursor by ntbsmc_conn_publish_locked()'s wmb().
+	 * Nothing reads through it, so no load is left to the CPU's choosing.
+	 */
 	void *dst = (void __force *)conn->peer_rmb;
 	size_t done;
 
@@ -496,6 +554,9 @@ static bool conn_writable(struct ntbsmc_conn *conn)
  * Called with the socket locked. Returns bytes sent or a negative errno. Bytes
  * taken are in the peer's buffer or, with DMA, in a kernel copy on their way; a
  * zero-copy send returns only once the engine is done with the caller's pages.
+ * A sender that may not wait (MSG_DONTWAIT, O_NONBLOCK, a zero SO_SNDTIMEO)
+ * returns what it sent or -EAGAIN, as TCP's: its data is staged, never sent
+ * zero-copy, and a full segment ring ends its send.
  */
 int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			struct msghdr *msg, size_t len)
@@ -503,11 +564,14 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
 	enum ntbsmc_tx_path path = ntbsmc_dma_path(sk, conn, msg, len);
 	size_t copied = 0, cpu = 0;
+	bool nonblock = !timeo;
 	bool zc_sent = false;
 	int err = 0, rc;
 	u32 n;
 
 	sock_owned_by_me(sk);
+	if (path == NTBSMC_TX_ZC && nonblock)
+		path = NTBSMC_TX_DMA;
 	ntbsmc_conn_check_tcp(sk, conn);
 	while (msg_data_left(msg)) {
 		err = ntbsmc_conn_update(conn);
@@ -529,7 +593,7 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		}
 		ntbsmc_conn_unwant(sk, conn, NTBSMC_F_WANT_SPACE);
 		if (path != NTBSMC_TX_CPU) {
-			rc = ntbsmc_dma_send(conn, msg, n, path == NTBSMC_TX_ZC);
+			rc = ntbsmc_dma_send(conn, msg, n, path == NTBSMC_TX_ZC, nonblock);
 			if (rc < 0) {
 				err = rc;
 				break;

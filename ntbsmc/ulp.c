@@ -527,8 +527,9 @@ static struct proto *tcp_proto_of(const struct sock *sk)
  * max_handshakes server handshakes running, the SYN-ACK does not offer, and the
  * connection is TCP at once on both ends. Each handshake is bounded by the
  * handshake timeout, so a host that opens connections and stalls them holds at
- * most this many, and only for that long; honest connections never queue
- * behind it (the workqueue runs more than this at once).
+ * most this many, and only for that long. Server handshakes run on their
+ * namespace's own workqueue (hs_srv_wq): this host's connects never wait for a
+ * worker behind them.
  */
 static bool ntbsmc_hs_congested(const struct sock *sk)
 {
@@ -543,8 +544,9 @@ static bool ntbsmc_hs_congested(const struct sock *sk)
  * send HELLO. The SYN was let through because fewer than max_handshakes ran
  * then, but SYNs are checked one by one and children counted only here (a
  * round trip later), so N SYNs and then N ACKs would start N: beyond the limit
- * the child's handshake only declines (HELLO_ACK, then a DECLINE of the
- * PROPOSAL: no buffer, no attach), and the client falls back to TCP.
+ * the child's handshake only declines (its CHALLENGE, then a DECLINE of the
+ * PROPOSAL with reason congested: no buffer, no attach), and the client falls
+ * back to TCP.
  * Under ntbsmc_socks_lock, which serialises the count's increments.
  */
 static void hs_count(struct ntbsmc_sock *ctx, struct ntbsmc_net *nn)
@@ -654,7 +656,7 @@ static void ntbsmc_ulp_clone(const struct request_sock *req, struct sock *newsk,
 	rcu_assign_pointer(inet_csk(newsk)->icsk_ulp_data, ctx);
 	refcount_inc(&ctx->ref);	/* put by hs_work */
 	sock_hold(newsk);		/* put by hs_work */
-	queue_work(ntbsmc_net(sock_net(newsk))->hs_wq, &ctx->hs_work);
+	queue_work(ntbsmc_net(sock_net(newsk))->hs_srv_wq, &ctx->hs_work);
 }
 
 /* The socket is destroyed (any context): drop what it owned. */

@@ -46,7 +46,7 @@ struct ntbsmc_win_hdr {
 	 */
 	__le32 ev_cons;
 	/*
-	 * The writer's link secret of this epoch (version 4): random, written once
+	 * The writer's link secret of this epoch (since version 4): random, written once
 	 * before @epoch, never sent anywhere else. Only a host that reads this
 	 * window across the NTB link knows it: the key of the writer's handshake
 	 * MACs (clc.c). All zero: the writer has not written it (yet).
@@ -63,14 +63,20 @@ struct ntbsmc_win_hdr {
  * An event names a slot whose control block changed. It carries its own
  * validity, so that one posted write publishes it: a tag of the ring's lap and
  * of the owner's link epoch, never zero. A stale entry (an earlier lap, an
- * earlier epoch, a cleared header) does not match the tag the owner expects next.
+ * earlier epoch, a cleared header) does not match the tag the owner expects next:
+ * the tag holds the epoch's low byte, and the owner never starts an epoch whose
+ * byte the writer may still post with (dev.c). That is the owner's choice
+ * alone, so a writer of any version 5 build is held to it.
  */
 #define NTBSMC_EV_SLOT_BITS	10
 static_assert(NTBSMC_SLOT_MAX <= 1 << NTBSMC_EV_SLOT_BITS);
+/* Of the owner's epoch, the tag holds the low byte: this many values */
+#define NTBSMC_EV_EPOCH_TAGS	256
 
 static inline u32 ntbsmc_ev_tag(u32 owner_epoch, u32 seq)
 {
-	return ((seq / NTBSMC_EV_RING) & 0x1fff) | ((owner_epoch & 0xff) << 13) | BIT(21);
+	return ((seq / NTBSMC_EV_RING) & 0x1fff) |
+	       ((owner_epoch % NTBSMC_EV_EPOCH_TAGS) << 13) | BIT(21);
 }
 
 static inline u32 ntbsmc_ev_entry(u32 owner_epoch, u32 seq, u32 slot)
@@ -177,8 +183,8 @@ enum {
  * DECLINE and both fall back. Our own messages are framed with a magic, a type, a
  * version and an exact length per type, and a trailer.
  *
- * Proof of NTB presence (version 4). At every link epoch each side writes a fresh
- * random secret into the header of its peer's window (ntbsmc_win_hdr.secret):
+ * Proof of NTB presence (since version 4). At every link epoch each side writes
+ * a fresh random secret into the header of its peer's window (ntbsmc_win_hdr.secret):
  * only a host that reads that window across the NTB link learns it. A side's
  * handshake MAC is keyed by the secret its peer wrote there, and covers every byte
  * of the handshake up to the MAC itself, both nonces included:
@@ -188,17 +194,21 @@ enum {
  *                                                   ACCEPT[..mac])
  *
  * MAC(k, m) is SipHash-2-4(k[0..15], m) || SipHash-2-4(k[16..31], m), each
- * little endian: 128 bits under two independent keys. The server checks the
- * PROPOSAL before it allocates or writes anything; the client checks the ACCEPT
- * before it writes into the server's window. Neither nonce repeats, so a
- * recorded handshake proves nothing the second time.
+ * little endian: 128 bits under two independent keys (the labels keep the
+ * "4" of the version that introduced them). The server checks the PROPOSAL
+ * before it allocates or writes anything; the client checks the ACCEPT before
+ * it writes into the server's window. Neither nonce repeats, so a recorded
+ * handshake proves nothing the second time.
  *
- * Versions. A version-4 client says so in its HELLO (reserved[0]); a server of
- * version 3 or older ignores that and answers with a HELLO_ACK, which the client
- * declines (reason auth). A version-4 server answers an older client's HELLO with
- * a HELLO_ACK that offers only version 4, which that client declines (reason
- * version; the server counts it as auth). CHALLENGE, and the PROPOSAL and ACCEPT
- * of version 4, are sent only between two version-4 ends.
+ * Versions. A client says the highest version it speaks in its HELLO
+ * (reserved[0]; zero before version 4). A server of version 3 or older ignores
+ * that and answers with a HELLO_ACK, which we decline (reason auth: it would
+ * believe anyone). We answer the HELLO of an older client with a HELLO_ACK that
+ * offers only our version: a version-3 client declines it (reason version), a
+ * version-4 one takes it for an older server's (reason auth); either way we
+ * count auth. A version-4 server answers our HELLO with a CHALLENGE offering
+ * only version 4, which we decline (reason version). PROPOSAL and ACCEPT are
+ * sent only between two ends of this version, after the CHALLENGE.
  */
 #define NTBSMC_SMC_EYECATCHER	"\xe2\xd4\xc3\xd9"	/* "SMCR" in EBCDIC */
 #define NTBSMC_SMC_PROPOSAL	0x01
@@ -242,12 +252,12 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
 #define NTBSMC_MAC_LABEL_ACCEPT		"ntbsmc4A"
 
 enum ntbsmc_clc_type {
-	NTBSMC_CLC_HELLO_ACK = 1,	/* to a client older than version 4 */
+	NTBSMC_CLC_HELLO_ACK = 1,	/* to a client older than this version */
 	NTBSMC_CLC_PROPOSAL,
 	NTBSMC_CLC_ACCEPT,
 	NTBSMC_CLC_CONFIRM,
 	NTBSMC_CLC_DECLINE,
-	NTBSMC_CLC_CHALLENGE,		/* version 4's answer to HELLO */
+	NTBSMC_CLC_CHALLENGE,		/* the answer to HELLO, since version 4 */
 };
 
 struct ntbsmc_clc_hdr {

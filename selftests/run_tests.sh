@@ -48,6 +48,7 @@ case " $BOOTS " in
 *" pkg "*) "$REPO/debian/deps.sh" || exit 1 ;;
 esac
 make -s headers-check || exit 1
+make -s sparse KDIR="$KBUILD" FAULT_INJECTION=1 || exit 1
 trap vm_cleanup EXIT
 
 # The tests, in order: selftests/Makefile's TEST_PROGS (the kselftest list, which

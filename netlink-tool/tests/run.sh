@@ -535,7 +535,7 @@ same "$TMP/stats.txt" "fake: stats text (non-zero reasons only)"
 expect 0 "" "fake: -j stats show" -- $FAKE -j stats show
 reasons='["peer_no_offer", "peer_smc", "no_fabric", "link_down", "no_buffer", "no_memory",
 "version", "timeout", "declined", "disabled", "protocol", "fastopen", "peer_closed",
-"disconnected", "congested", "auth"]'
+"disconnected", "congested", "auth", "dev_disabled"]'
 json "isinstance(d, dict) and d['conn_ntb'] == 1000 and d['aborts'] == 10000 and
 d['buffer_full'] == 9000 and list(d['fallback_client']) == $reasons and
 list(d['fallback_server']) == $reasons and d['fallback_client']['peer_no_offer'] == 5 and

@@ -13,6 +13,7 @@
 # at odd buffer offsets, writes that cross pages, wrap the peer's buffer or are
 # larger than it, and random sizes that mix the paths on one connection. The
 # server writes 64 KiB blocks back (--both), by whichever path that size takes.
+# Then non-blocking sends into a stopped reader (ulp/nbsend): never zero-copy.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
@@ -67,6 +68,73 @@ paths_case mixed "--bytes $B --write-size 200000 --random-writes --both"
 cpu=$(sent_by cpu) dma=$(sent_by dma) zc=$(sent_by zc) tx=$(jfield "$out" ntb_tx_bytes)
 [ "$ROLE" = b ] && check "mixed: cpu $cpu + dma $dma = sent $tx, zero-copy $zc, each path used" \
 	[ $((cpu + dma)) = "$tx" -a "$cpu" -gt 0 -a "$dma" -gt "$zc" -a "$zc" -gt 0 ]
+
+# A sender that may not wait, into a reader that stopped, with an engine that
+# takes 500 ms per descriptor: each MSG_DONTWAIT send returns at once with what
+# it took, staged rather than zero-copy, until one returns EAGAIN, and the
+# reader then checks every byte. nonblock: writes of 256 KiB (at or above both
+# thresholds) until the peer's buffer is full (on a module that sent them
+# zero-copy the first call waited for the engine, socket locked). nonblock_ring:
+# writes of 4 KiB, a DMA segment each, until the ring of 64 is full (a
+# non-blocking sender waited there for a free entry); the edge-triggered
+# EPOLLOUT that a free entry brings comes, and the next send takes its bytes.
+NB=$REPO/selftests/ulp/nbsend
+dma_paths 4096 4096
+
+# nonblock_case NAME WRITE_SIZE MAX_BYTES [OUT_MS]: one such connection from
+# host b to host a; $out is this host's JSON line.
+nonblock_case() {
+	local name=$1 ms
+	shift
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		rm -f "$WORK/$name.go"
+		inns "$NB" server "$MY_IP" $port "$WORK/$name.go" >"$WORK/$name.json" &
+		local srv=$!
+		wait_for 90 "server on $port" pid_listening $srv $port
+		barrier "$name-listening"
+		barrier "$name-sent"
+		touch "$WORK/$name.go"
+		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
+		out=$(tail -1 "$WORK/$name.json")
+		log "$name: $out"
+		check "$name: the reader got $(jfield "$out" bytes) bytes, intact $(jfield "$out" intact)" \
+			[ "$(jfield "$out" intact)" = true -a "$(jfield "$out" bytes)" -gt 1 ]
+		put "$name-bytes" "$(jfield "$out" bytes)"
+	else
+		echo 500000 >"$SOFT_DMA/latency_us"
+		barrier "$name-listening"
+		inns "$NB" client "$PEER_IP" $port "$@" >"$WORK/$name.json" ||
+			check "$name: client failed: $(cat "$WORK/$name.json")" false
+		echo 0 >"$SOFT_DMA/latency_us"
+		barrier "$name-sent"
+		out=$(tail -1 "$WORK/$name.json")
+		log "$name: $out"
+		ms=$(jfield "$out" max_call_ms)
+		check "$name: mode $(jfield "$out" mode), $(jfield "$out" sent) bytes in $(jfield "$out" calls) calls, EAGAIN last: $(jfield "$out" eagain)" \
+			[ "$(jfield "$out" mode)/$(jfield "$out" eagain)" = ntb/true ]
+		check "$name: longest call ${ms} ms, under 250 (the engine takes 500)" \
+			[ "${ms%.*}" -lt 250 ]
+		# DMA bytes are counted as their segments retire, after the 500 ms
+		check "$name: $(jfield "$out" ntb_tx_bytes) bytes taken, $(sent_by cpu) by CPU (the first), $(sent_by zc) zero-copy, the rest staged for DMA" \
+			[ "$(sent_by zc)" = 0 -a "$(sent_by cpu)" = 1 -a \
+			  "$(jfield "$out" ntb_tx_bytes)" = "$(jfield "$out" sent)" ]
+	fi
+	barrier "$name-done"
+	if [ "$ROLE" = b ]; then
+		check "$name: the reader got $(get "$name-bytes") of the $(jfield "$out" sent) bytes sent" \
+			[ "$(get "$name-bytes")" = "$(jfield "$out" sent)" ]
+	fi
+}
+
+nonblock_case nonblock 262144 $((4 * MB))
+nonblock_case nonblock_ring 4096 $((768 * 1024)) 5000
+if [ "$ROLE" = b ]; then
+	check "nonblock_ring: EAGAIN after $(jfield "$out" sent) bytes: 64 segments of 4 KiB and the first byte" \
+		[ "$(jfield "$out" sent)" -ge 262145 -a "$(jfield "$out" sent)" -lt $((768 * 1024)) ]
+	check "nonblock_ring: EPOLLOUT after $(jfield "$out" out_ms) ms, then $(jfield "$out" after) bytes taken" \
+		[ "$(jfield "$out" out_ms)" != -1.0 -a "$(jfield "$out" after)" -gt 0 ]
+fi
 
 barrier paths-done
 wait_for 10 "every pinned page released" pins_balanced

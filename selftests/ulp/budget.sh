@@ -144,6 +144,17 @@ run_case rr_flush rr 500
 echo 0 >$P/doorbell_flush && echo 0 >$P/price_doorbell_ns
 check "rr_flush: ${d[link_reads]} reads across the link for ${d[doorbells_tx]} doorbells, want one each" \
 	[ "${d[link_reads]}" = "${d[doorbells_tx]}" -a "${d[link_reads]}" -ge 500 ]
+# The prices spin with interrupts off: 100 us at most, a larger one refused
+# (host a: in one VM both hosts share the parameters).
+barrier prices
+for p in price_read_ns price_doorbell_ns; do
+	[ "$ROLE" = a ] || break
+	old=$(cat $P/$p)
+	check "$p: 100000 taken, 100001 refused" \
+		sh -c "echo 100000 >$P/$p && ! echo 100001 2>/dev/null >$P/$p && [ \$(cat $P/$p) = 100000 ]"
+	echo "$old" >$P/$p
+done
+barrier prices-done
 
 run_case stream_cpu stream 65536 $SECS
 stream_budget stream_cpu

@@ -8,6 +8,7 @@
 #     clc_oversized, server_hello_delay: a server that answers too late)
 #   - a server of another protocol version (server_version): both fall back,
 #     reason version, bytes intact
+#   - a server whose NTB device is disabled: reason dev_disabled, bytes intact
 # (A misbehaving peer after the handshake, and the link going down under a
 # connection: ulp/hostile.sh.)
 source "$REPO/selftests/lib.sh"
@@ -86,5 +87,17 @@ check "version: $got, want $want" [ "$got" = "$want" ]
 check "version: not intact" [ "$(jfield "$out" intact)" = true ]
 [ "$ROLE" = a ] && fault_clear server_version
 barrier version-clear
+
+# Host a's NTB device is disabled (its link stays up): its server declines the
+# client's proposal naming that, dev_disabled (auth before, as for a forger).
+[ "$ROLE" = a ] && run cli dev set "$NTB" disable
+barrier disabled-set
+xfer_one dev_disabled "--ulp" "--ulp --bytes 300000 --both"
+[ "$ROLE" = a ] && want=tcp/dev_disabled/none || want=tcp/declined/dev_disabled
+got=$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" peer_reason)
+check "dev_disabled: $got, want $want" [ "$got" = "$want" ]
+check "dev_disabled: not intact" [ "$(jfield "$out" intact)" = true ]
+[ "$ROLE" = a ] && run cli dev set "$NTB" enable
+barrier disabled-clear
 
 checked

@@ -6,6 +6,7 @@
  *   lstop echo ADDR PORT                 an ntbsmc echo server, until killed
  *   lstop server ADDR PORT HOW ROUNDS ECHO_ADDR ECHO_PORT
  *   lstop burst ADDR PORT N             N connects at once, final ACKs held back
+ *   lstop drain ADDR PORT CLOSE_MS       a listener closed with a handshake stalled
  *
  * The server, ROUNDS times: an ntbsmc listener on ADDR PORT with two threads
  * blocked in accept() (they close what they get), then, after a random 50-400 ms
@@ -31,6 +32,13 @@
  *
  *   {"round": 1, "how": "rd", "accepted": 7, "accept_end": "EINVAL",
  *    "woken_ms": 0, "echo": "ok", "mode": "tcp", "reason": "disconnected"}
+ *
+ * drain listens on ADDR PORT and connects to it, non-blocking, from the same
+ * namespace (the test holds the client's handshake with fault points), closes
+ * the listener CLOSE_MS after the connect began, and says how long after the
+ * connect began close() returned: it waits for the child's server handshake.
+ *
+ *   {"role": "drain", "close_at_ms": 2500, "drained_ms": 4012}
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -395,6 +403,32 @@ static int server(const char *addr, const char *port, const char *how, int round
 	return failed;
 }
 
+/* ---- drain ---- */
+
+static int drain(const char *addr, const char *port, long close_ms)
+{
+	struct addrinfo *ai = resolve(addr, port);
+	int lfd = ulp_socket(ai), fd = ulp_socket(ai);
+	long t0, t1, t2;
+
+	if (bind(lfd, ai->ai_addr, ai->ai_addrlen) || listen(lfd, 8))
+		die("listen");
+	/* a blocking connect() would wait for the client's handshake */
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	t0 = now_ms();
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
+		die("connect");
+	sleep_ms(t0 + close_ms - now_ms());
+	t1 = now_ms();
+	close(lfd);
+	t2 = now_ms();
+	printf("{\"role\": \"drain\", \"close_at_ms\": %ld, \"drained_ms\": %ld}\n",
+	       t1 - t0, t2 - t0);
+	close(fd);
+	freeaddrinfo(ai);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "storm"))
@@ -403,12 +437,15 @@ int main(int argc, char **argv)
 		return burst(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "echo"))
 		return echo(argv[2], argv[3]);
+	if (argc == 5 && !strcmp(argv[1], "drain"))
+		return drain(argv[2], argv[3], atol(argv[4]));
 	if (argc == 8 && !strcmp(argv[1], "server") &&
 	    (!strcmp(argv[4], "rd") || !strcmp(argv[4], "rdwr") || !strcmp(argv[4], "unspec")))
 		return server(argv[2], argv[3], argv[4], atoi(argv[5]), argv[6], argv[7]);
 	fprintf(stderr, "usage: lstop storm ADDR PORT SECS THREADS\n"
 			"       lstop echo ADDR PORT\n"
 			"       lstop burst ADDR PORT N\n"
+			"       lstop drain ADDR PORT CLOSE_MS\n"
 			"       lstop server ADDR PORT rd|rdwr|unspec ROUNDS ECHO_ADDR ECHO_PORT\n");
 	return 2;
 }

@@ -21,6 +21,8 @@
 # children take theirs from the reserve and still run their handshakes, 8 of 8
 # over NTB (on e8be0bf such a child was plain TCP after its SYN-ACK offered
 # ntbsmc, and the server's application read the client's HELLO).
+# drain: a listener closed with a child's handshake stalled after a late HELLO
+# returns within one handshake timeout of the connect (host a alone).
 # Then no buffer, orphan or connection is left on either host; the harness
 # checks the kernel logs.
 source "$REPO/selftests/lib.sh"
@@ -123,6 +125,30 @@ else
 	check "nomem: 8 of 8 over NTB: $out" [ "$(jfield "$out" ntb)" = 8 ]
 	barrier nomem-done
 fi
+# drain: a listener closed while a child's handshake stalls after a late HELLO
+# (1.4 s, fault client_hello_delay; the client then leaves the CHALLENGE unread,
+# client_answer_delay) waits for that handshake: one handshake timeout (4 s) from
+# the connect at most. Before, the server's deadline began again after its
+# CHALLENGE: the close returned 1.4 + 4 s after the connect. Host a alone, its
+# client in its own namespace.
+port=7730
+if [ "$ROLE" = a ]; then
+	hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
+	run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms=4000
+	fault_set client_hello_delay -1 1400 $port
+	fault_set client_answer_delay -1 8000 $port
+	inns "$LSTOP" drain "$MY_IP" $port 2500 >"$WORK/drain.json" ||
+		check "drain: lstop failed: $(cat "$WORK/drain.json")" false
+	out=$(tail -1 "$WORK/drain.json")
+	log "drain: $out"
+	ms=$(jfield "$out" drained_ms)
+	check "drain: the listener's close returned $ms ms after the connect, bound 4000 + 800" \
+		[ "$ms" -ge 2500 -a "$ms" -le 4800 ]
+	fault_clear
+	run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms="$hs_ms"
+fi
+barrier drain-done 300
+
 [ "$ROLE" = b ] && kill $echo_pid 2>/dev/null
 wait_for 60 "no buffer, orphan or connection left" ulp_idle
 log "idle: $(cli -j dev show "$NTB")"

@@ -70,6 +70,8 @@ enum ntbsmc_mode {
  * @NTBSMC_REASON_AUTH: the peer did not prove that it reads this link's NTB
  *	windows (a forged, replayed or altered handshake), or speaks a protocol
  *	version without that proof
+ * @NTBSMC_REASON_DEV_DISABLED: the NTB device that reached the peer is disabled
+ *	on this host (%NTBSMC_A_DEV_ENABLED 0: ntbsmc dev set DEV disable)
  */
 enum ntbsmc_reason {
 	NTBSMC_REASON_NONE,
@@ -89,6 +91,7 @@ enum ntbsmc_reason {
 	NTBSMC_REASON_DISCONNECTED,
 	NTBSMC_REASON_CONGESTED,
 	NTBSMC_REASON_AUTH,
+	NTBSMC_REASON_DEV_DISABLED,
 
 	__NTBSMC_REASON_MAX
 };
