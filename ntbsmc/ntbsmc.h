@@ -114,11 +114,13 @@ struct ntbsmc_net {
 	int lgr_idle_ms;
 	int dma_threshold;		/* writes of at least this many bytes use DMA; 0: never */
 	int zerocopy_threshold;		/* ... and straight from user pages; 0: never */
-	int max_handshakes;		/* server handshakes at once; SYNs beyond: TCP */
+	/* server handshakes at once, SYNs beyond: TCP; client ones, connects beyond: TCP */
+	int max_handshakes;
 	int recheck_ms;			/* period of the lost-notification re-check; 0: off */
 	int orphan_timeout_ms;		/* a closed connection unacknowledged this long: reset */
 	int max_orphans;		/* per device; beyond, a closing connection resets */
 	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
+	atomic_t client_handshakes;	/* client handshakes running (hs_client_bound()) */
 	struct workqueue_struct *hs_wq;	/* this namespace's handshakes: one namespace's
 					 * flood does not hold up another's */
 	atomic64_t stats[__NTBSMC_STAT_MAX];
@@ -543,7 +545,8 @@ struct ntbsmc_sock {
 	u32 peer_reason;
 	bool client;
 	bool hs_started;
-	bool hs_counted;		/* a server handshake in ntbsmc_net.handshakes */
+	/* in ntbsmc_net.handshakes (a server's) or .client_handshakes (a client's) */
+	bool hs_counted;
 	bool hs_congested;		/* a child beyond max_handshakes: it only declines */
 	u8 hs_shutdown;			/* shutdown() during the handshake, applied at its end */
 	unsigned long hs_start;		/* jiffies: connection established */
