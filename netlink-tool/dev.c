@@ -32,6 +32,7 @@ static const struct nla_policy dev_policy[NTBSMC_DEV_MAX + 1] = {
 	[NTBSMC_DEV_RMB_SPACE]		= { .type = NLA_U32 },
 	[NTBSMC_DEV_RMB_FREE]		= { .type = NLA_U32 },
 	[NTBSMC_DEV_ORPHANS]		= { .type = NLA_U32 },
+	[NTBSMC_DEV_HELD]		= { .type = NLA_U32 },
 	[NTBSMC_DEV_PEER_SYSID]		= { .minlen = ID_LEN, .maxlen = ID_LEN },
 	[NTBSMC_DEV_DMA_CHAN]		= { .type = NLA_STRING, .minlen = 1 },
 	[NTBSMC_DEV_DMA_DEV]		= { .type = NLA_STRING, .minlen = 1 },
@@ -146,6 +147,7 @@ static int dev_show_one(struct nlattr **tb, void *arg)
 	print_attr_u32(PRINT_ANY, "buffer_free", " free %s", d[NTBSMC_DEV_RMB_FREE]);
 	print_attr_u32(PRINT_ANY, "buffer_size", " size %s", d[NTBSMC_DEV_RMB_SIZE]);
 	print_attr_u32(PRINT_ANY, "orphans", " orphans %s", d[NTBSMC_DEV_ORPHANS]);
+	print_attr_u32(PRINT_ANY, "held", " held %s", d[NTBSMC_DEV_HELD]);
 	print_fp("\n    ");
 	/* Without a DMA channel writes are CPU copies: null in JSON, no text line. */
 	print_attr_string(d[NTBSMC_DEV_DMA_CHAN] ? PRINT_ANY : PRINT_JSON, "dma_chan",

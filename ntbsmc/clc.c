@@ -17,8 +17,10 @@
  *
  * Trust: every field of the peer's messages is the claim of whoever holds the
  * TCP connection, which need not be a host on the NTB link at all. Nothing is
- * allocated for, or written into, a window a message names before that
- * message's MAC proved that its sender reads the link's windows now (wire.h).
+ * allocated for, exposed to, or written into a window a message names, and no
+ * exposed buffer is freed early, on the word of a peer whose MAC has not proved
+ * that it reads the link's windows now, on this TCP connection (wire.h says
+ * which message authorises what).
  */
 
 #include <linux/module.h>
@@ -177,6 +179,8 @@ static size_t clc_len(u8 type)
 		return sizeof(struct ntbsmc_clc_decline);
 	case NTBSMC_CLC_CHALLENGE:
 		return sizeof(struct ntbsmc_clc_challenge);
+	case NTBSMC_CLC_DECLINE_MAC:
+		return sizeof(struct ntbsmc_clc_decline_mac);
 	}
 	return 0;
 }
@@ -206,7 +210,9 @@ static int clc_decline(struct clc_io *io, u32 reason)
 /*
  * Receives one of our messages and validates its framing: magic, version, a type
  * the caller accepts, the exact length of that type, the trailer. Anything else is
- * a protocol error. A DECLINE is always accepted; its reason is returned > 0.
+ * a protocol error. A DECLINE is always accepted, and in place of a CONFIRM one
+ * with a MAC (which the caller checks: the header says which came); its reason
+ * is returned > 0.
  */
 static int clc_recv(struct clc_io *io, void *buf, u8 type)
 {
@@ -218,7 +224,8 @@ static int clc_recv(struct clc_io *io, void *buf, u8 type)
 	if (rc)
 		return rc;
 	if (memcmp(h->magic, NTBSMC_CLC_MAGIC, 4) || h->version != NTBSMC_CLC_FRAME_VERSION ||
-	    (h->type != type && h->type != NTBSMC_CLC_DECLINE))
+	    (h->type != type && h->type != NTBSMC_CLC_DECLINE &&
+	     !(h->type == NTBSMC_CLC_DECLINE_MAC && type == NTBSMC_CLC_CONFIRM)))
 		return -EPROTO;
 	len = clc_len(h->type);
 	if (be16_to_cpu(h->length) != len)
@@ -228,7 +235,8 @@ static int clc_recv(struct clc_io *io, void *buf, u8 type)
 		return rc;
 	if (memcmp(buf + len - sizeof(struct ntbsmc_clc_trailer), NTBSMC_CLC_TRAILER, 4))
 		return -EPROTO;
-	if (h->type == NTBSMC_CLC_DECLINE) {
+	if (h->type == NTBSMC_CLC_DECLINE || h->type == NTBSMC_CLC_DECLINE_MAC) {
+		/* the reason is at the same place in both */
 		struct ntbsmc_clc_decline *d = buf;
 
 		io->ctx->peer_reason = min_t(u32, be32_to_cpu(d->reason),
@@ -246,20 +254,59 @@ static void fill_rmb(struct ntbsmc_clc_rmb *r, struct ntbsmc_conn *conn)
 	r->epoch = cpu_to_be32(conn->epoch);
 }
 
+/* @sk's own and its peer's address, IPv4 ones mapped (an IPv6 socket's already are). */
+static void sk_addrs(struct sock *sk, struct in6_addr *local, struct in6_addr *remote)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6) {
+		*local = sk->sk_v6_rcv_saddr;
+		*remote = sk->sk_v6_daddr;
+		return;
+	}
+#endif
+	ipv6_addr_set_v4mapped(inet_sk(sk)->inet_rcv_saddr, local);
+	ipv6_addr_set_v4mapped(inet_sk(sk)->inet_daddr, remote);
+}
+
+/*
+ * The TCP connection's identity (wire.h), the same bytes on both ends: each
+ * fills its own end's address and port and the peer's from its socket.
+ */
+static void clc_tcp_id(struct sock *sk, bool client, struct ntbsmc_clc_tcp_id *id)
+{
+	struct inet_sock *inet = inet_sk(sk);
+	struct in6_addr local, remote;
+
+	sk_addrs(sk, &local, &remote);
+	memcpy(client ? id->client_addr : id->server_addr, &local, sizeof(local));
+	memcpy(client ? id->server_addr : id->client_addr, &remote, sizeof(remote));
+	id->client_port = client ? inet->inet_sport : inet->inet_dport;
+	id->server_port = client ? inet->inet_dport : inet->inet_sport;
+}
+
 /*
  * Every byte of a handshake, as sent or received, in the order the MACs cover
- * them (wire.h, "Proof of NTB presence"); the label says which MAC.
+ * them (wire.h, "Proof of NTB presence"), after the connection's identity; the
+ * label says which MAC. The client's last message is a CONFIRM or a DECLINE
+ * with a MAC.
  */
 struct clc_transcript {
 	u8 label[8];
+	struct ntbsmc_clc_tcp_id id;
 	struct ntbsmc_smc_decline hello;
 	struct ntbsmc_clc_challenge chal;
 	struct ntbsmc_clc_proposal prop;
 	struct ntbsmc_clc_accept acc;
+	union {
+		struct ntbsmc_clc_confirm conf;
+		struct ntbsmc_clc_decline_mac dec;
+	} __packed fin;
 } __packed;
 
 #define CLC_MAC_PROPOSAL	offsetof(struct clc_transcript, prop.mac)
 #define CLC_MAC_ACCEPT		offsetof(struct clc_transcript, acc.mac)
+#define CLC_MAC_CONFIRM		offsetof(struct clc_transcript, fin.conf.mac)
+#define CLC_MAC_DECLINE		offsetof(struct clc_transcript, fin.dec.mac)
 
 /* MAC(@key, the transcript up to @len) as wire.h defines it, into @mac. */
 static void clc_mac(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t,
@@ -329,33 +376,20 @@ static int conn_alloc_reason(long err)
 
 /* ---- the SMC-shaped first messages ---- */
 
-/* Attaches @conn to the peer's buffer; on failure releases it and declines. */
-static int clc_attach(struct clc_io *io, struct ntbsmc_conn *conn,
-		      const struct ntbsmc_clc_rmb *rmb)
-{
-	/*
-	 * Also after our deadline, or with TCP gone: the peer holds the slot it
-	 * told us of until we acknowledge or can no longer attach (NTBSMC_HOLD_MS,
-	 * longer than any handshake), so it is still ours to write, and the
-	 * ABORT that follows an attach is what lets the peer free it early.
-	 */
-	int rc = ntbsmc_conn_attach(conn, rmb);
-	if (!rc)
-		return 0;
-	ntbsmc_conn_release(conn, true);
-	return clc_decline(io, rc == -ESTALE ? NTBSMC_REASON_LINK_DOWN :
-					       NTBSMC_REASON_PROTOCOL);
-}
-
 /*
- * What the peer answered to the message that told it our slot: a DECLINE says it
- * did not attach to it, and never will (it declines only before attaching).
+ * The client declines an ACCEPT whose MAC it could check, under its own MAC:
+ * "I did not attach to your buffer", which the server believes only so.
  */
-static int clc_declined(struct ntbsmc_conn *conn, int rc)
+static int clc_decline_mac(struct clc_io *io, struct clc_transcript *t,
+			   const u8 key[NTBSMC_SECRET_LEN], u32 reason)
 {
-	if (rc == NTBSMC_REASON_DECLINED)
-		ntbsmc_conn_expose(conn, false);
-	return rc;
+	struct ntbsmc_clc_decline_mac *d = &t->fin.dec;
+
+	memset(d, 0, sizeof(*d));
+	d->reason = cpu_to_be32(reason);
+	clc_send_mac(io, t, d, NTBSMC_CLC_DECLINE_MAC, key, NTBSMC_MAC_LABEL_DECLINE,
+		     CLC_MAC_DECLINE);
+	return reason;
 }
 
 /*
@@ -433,15 +467,59 @@ static int client_wait_answer(struct clc_io *io, void *msg)
 	return rc == NTBSMC_REASON_DECLINED ? -EPROTO : rc;	/* a HELLO is never declined */
 }
 
+/*
+ * The client's side, from the server's checked ACCEPT on: our buffer, our
+ * attach to the server's, and the CONFIRM that names ours. Nothing of ours was
+ * allocated before; a failure before the CONFIRM declines under our MAC (we did
+ * not attach), after it the buffer is held.
+ */
+static int client_confirm(struct ntbsmc_sock *ctx, struct clc_io *io,
+			  struct clc_transcript *t, struct ntbsmc_dev *dev,
+			  const struct ntbsmc_link_keys *keys)
+{
+	struct ntbsmc_conn *conn;
+	int rc;
+
+	conn = ntbsmc_conn_alloc(dev, ctx->sk);
+	if (IS_ERR(conn))
+		return clc_decline_mac(io, t, keys->peer, conn_alloc_reason(PTR_ERR(conn)));
+	/*
+	 * Also after our deadline, or with TCP gone: the server holds the slot it
+	 * told us of until we acknowledge or it can no longer be attached to
+	 * (NTBSMC_HOLD_MS, longer than any handshake), so it is still ours to
+	 * write, and the ABORT that follows an attach lets the server free it.
+	 */
+	rc = ntbsmc_conn_attach(conn, &t->acc.rmb);
+	if (rc) {
+		ntbsmc_conn_release(conn, true);	/* not exposed: freed now */
+		return clc_decline_mac(io, t, keys->peer, rc == -ESTALE ?
+				       NTBSMC_REASON_LINK_DOWN : NTBSMC_REASON_PROTOCOL);
+	}
+	/*
+	 * Closed meanwhile: no CONFIRM, our buffer was never named. Attached all
+	 * the same, so that our ABORT reaches the server, which holds its slot
+	 * until it hears from us.
+	 */
+	if (ntbsmc_sock_dead(ctx))
+		return clc_finish(ctx, conn, -ESHUTDOWN);
+	fill_rmb(&t->fin.conf.rmb, conn);
+	/*
+	 * Named from here, even if the send fails half-way: held until the
+	 * server attached and let go, or can no longer attach.
+	 */
+	ntbsmc_conn_expose(conn, true);
+	rc = clc_send_mac(io, t, &t->fin.conf, NTBSMC_CLC_CONFIRM, keys->peer,
+			  NTBSMC_MAC_LABEL_CONFIRM, CLC_MAC_CONFIRM);
+	return clc_finish(ctx, conn, rc);
+}
+
 int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 {
 	struct net *net = sock_net(ctx->sk);
 	struct ntbsmc_net *nn = ntbsmc_net(net);
-	struct ntbsmc_clc_confirm conf = {};
 	struct ntbsmc_link_keys keys;
 	struct clc_transcript t = {};
 	struct ntbsmc_clc_proposal *prop = &t.prop;
-	struct ntbsmc_conn *conn;
 	struct ntbsmc_dev *dev;
 	struct clc_io io;
 	int rc;
@@ -482,52 +560,33 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 		ntbsmc_dev_put(dev);
 		return clc_decline(&io, NTBSMC_REASON_LINK_DOWN);
 	}
-	conn = ntbsmc_conn_alloc(dev, ctx->sk);
-	ntbsmc_dev_put(dev);	/* the connection holds its own */
-	if (IS_ERR(conn)) {
-		rc = clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
-		goto out;
-	}
 
+	/* Our proof, and nothing allocated: the server has proved nothing yet. */
+	clc_tcp_id(ctx->sk, true, &t.id);
 	prop->version = NTBSMC_CLC_VERSION;
 	memcpy(prop->sysid, nn->sysid, NTBSMC_ID_LEN);
-	memcpy(prop->fabric_id, conn->dev->fabric_id, NTBSMC_ID_LEN);
-	fill_rmb(&prop->rmb, conn);
+	memcpy(prop->fabric_id, dev->fabric_id, NTBSMC_ID_LEN);
 	get_random_bytes(prop->nonce, sizeof(prop->nonce));
 	rc = clc_send_mac(&io, &t, prop, NTBSMC_CLC_PROPOSAL, keys.peer,
 			  NTBSMC_MAC_LABEL_PROPOSAL, CLC_MAC_PROPOSAL);
-	if (rc) {
-		rc = clc_finish(ctx, conn, rc);
+	if (rc)
 		goto out;
-	}
-	ntbsmc_conn_expose(conn, true);
+	/* a DECLINE here changes nothing: we named no buffer */
 	rc = clc_recv(&io, &t.acc, NTBSMC_CLC_ACCEPT);
-	if (rc) {
-		rc = clc_finish(ctx, conn, clc_declined(conn, rc));
-		goto out;
-	}
-	/*
-	 * Only the server on the other end of the link knows our secret. A forged
-	 * ACCEPT is declined before we write into the window it names; the slot
-	 * we offered stays held (clc_finish()), as after any failure once the
-	 * PROPOSAL went out: a relay may have shown it to the real server.
-	 */
-	if (!clc_mac_ok(keys.mine, &t, NTBSMC_MAC_LABEL_ACCEPT, CLC_MAC_ACCEPT)) {
-		rc = clc_finish(ctx, conn, clc_decline(&io, NTBSMC_REASON_AUTH));
-		goto out;
-	}
-	rc = clc_attach(&io, conn, &t.acc.rmb);
 	if (rc)
 		goto out;
 	/*
-	 * Closed meanwhile: no CONFIRM. Attached all the same, so that our ABORT
-	 * reaches the server, which holds its slot until it hears from us.
+	 * Only the server on the other end of the link, on this TCP connection,
+	 * knows our secret and both nonces. A forged ACCEPT is declined before
+	 * we allocate anything or write into the window it names.
 	 */
-	if (ntbsmc_sock_dead(ctx))
-		rc = clc_finish(ctx, conn, -ESHUTDOWN);
-	else
-		rc = clc_finish(ctx, conn, clc_send(&io, &conf, NTBSMC_CLC_CONFIRM));
+	if (!clc_mac_ok(keys.mine, &t, NTBSMC_MAC_LABEL_ACCEPT, CLC_MAC_ACCEPT)) {
+		rc = clc_decline_mac(&io, &t, keys.peer, NTBSMC_REASON_AUTH);
+		goto out;
+	}
+	rc = client_confirm(ctx, &io, &t, dev, &keys);
 out:
+	ntbsmc_dev_put(dev);	/* a connection holds its own */
 	memzero_explicit(&keys, sizeof(keys));
 	return rc;
 }
@@ -634,6 +693,45 @@ static struct ntbsmc_dev *server_find_link(struct net *net,
 	return NULL;
 }
 
+/*
+ * The server's side, from its ACCEPT on: @conn is exposed. The client's CONFIRM
+ * authorises our attach to its buffer; its DECLINE under its MAC says it did not
+ * attach to ours, which we free at once. Anything else (a DECLINE without a MAC
+ * that checks, a CONFIRM whose MAC does not, a timeout) resets the connection,
+ * and our buffer is held until the client acknowledges or can no longer attach.
+ */
+static int server_confirm(struct ntbsmc_sock *ctx, struct clc_io *io,
+			  struct clc_transcript *t, struct ntbsmc_conn *conn,
+			  const struct ntbsmc_link_keys *keys)
+{
+	int rc;
+
+	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_CONFIRM_LOST, ctx->sk))
+		return clc_finish(ctx, conn, -ETIMEDOUT);
+	rc = clc_recv(io, &t->fin, NTBSMC_CLC_CONFIRM);
+	if (rc == NTBSMC_REASON_DECLINED) {
+		if (t->fin.dec.hdr.type == NTBSMC_CLC_DECLINE_MAC &&
+		    clc_mac_ok(keys->mine, t, NTBSMC_MAC_LABEL_DECLINE, CLC_MAC_DECLINE)) {
+			ntbsmc_conn_expose(conn, false);
+			return clc_finish(ctx, conn, rc);
+		}
+		return clc_finish(ctx, conn, -EPROTO);	/* not believed */
+	}
+	if (rc)
+		return clc_finish(ctx, conn, rc > 0 ? -EPROTO : rc);
+	if (!clc_mac_ok(keys->mine, t, NTBSMC_MAC_LABEL_CONFIRM, CLC_MAC_CONFIRM))
+		return clc_finish(ctx, conn, -EPROTO);
+	/* the client attached to ours before it sent the CONFIRM */
+	ntbsmc_conn_peer_attached(conn);
+	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ATTACH_DELAY, ctx->sk);
+	/*
+	 * The client runs over NTB now: a buffer we cannot attach to resets
+	 * the connection, as nothing can fall back any more.
+	 */
+	rc = ntbsmc_conn_attach(conn, &t->fin.conf.rmb);
+	return clc_finish(ctx, conn, rc ? -EPROTO : 0);
+}
+
 int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 {
 	struct sock *sk = ctx->sk;
@@ -642,10 +740,6 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	struct clc_transcript t = {};
 	struct ntbsmc_clc_challenge *chal = &t.chal;
 	struct ntbsmc_clc_accept *acc = &t.acc;
-	union {
-		struct ntbsmc_clc_confirm conf;
-		struct ntbsmc_clc_decline dec;
-	} in;
 	struct ntbsmc_link_keys keys;
 	unsigned long answer_by;
 	struct ntbsmc_conn *conn;
@@ -681,9 +775,10 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		    msecs_to_jiffies(READ_ONCE(nn->handshake_timeout_ms)) / 2;
 	if (time_after(jiffies, answer_by))
 		return NTBSMC_REASON_TIMEOUT;	/* the client gave up or will: silence */
-	if (t.hello.reserved[0] < NTBSMC_CLC_VERSION)
+	if (t.hello.reserved[0] < NTBSMC_CLC_VERSION_CHALLENGE)
 		return server_legacy_client(&io, nn->sysid);
 
+	/* Says nothing of us but who we claim to be: nothing is allocated yet. */
 	chal->version_min = NTBSMC_CLC_VERSION;
 	chal->version_max = NTBSMC_CLC_VERSION;
 	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_VERSION, sk)) {
@@ -698,6 +793,9 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 
 	/* PROPOSAL and CONFIRM by the same deadline: the client has half of it */
 	rc = clc_recv(&io, &t.prop, NTBSMC_CLC_PROPOSAL);
+	/* a client of version 4 or 5 declines our CHALLENGE: no common version */
+	if (rc == NTBSMC_REASON_DECLINED && t.hello.reserved[0] < NTBSMC_CLC_VERSION)
+		return NTBSMC_REASON_VERSION;
 	if (rc)
 		return rc;
 	if (ctx->hs_congested)		/* beyond max_handshakes (hs_count()) */
@@ -712,8 +810,10 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	/*
 	 * The proof, before anything is allocated for the client or written into
 	 * its window: only a host that reads our link's window knows our secret,
-	 * and our nonce makes every PROPOSAL new.
+	 * our nonce makes every PROPOSAL new, and the identity covers the TCP
+	 * connection as we see it.
 	 */
+	clc_tcp_id(sk, false, &t.id);
 	if (!clc_mac_ok(keys.mine, &t, NTBSMC_MAC_LABEL_PROPOSAL, CLC_MAC_PROPOSAL)) {
 		ntbsmc_dev_put(dev);
 		rc = clc_decline(&io, NTBSMC_REASON_AUTH);
@@ -730,25 +830,16 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		rc = clc_decline(&io, conn_alloc_reason(PTR_ERR(conn)));
 		goto out;
 	}
-	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ATTACH_DELAY, sk);
-	rc = clc_attach(&io, conn, &t.prop.rmb);
-	if (rc)
-		goto out;
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ACCEPT_DELAY, sk);
 	fill_rmb(&acc->rmb, conn);
+	/* named from here, even if the send fails half-way */
+	ntbsmc_conn_expose(conn, true);
 	rc = clc_send_mac(&io, &t, acc, NTBSMC_CLC_ACCEPT, keys.peer,
 			  NTBSMC_MAC_LABEL_ACCEPT, CLC_MAC_ACCEPT);
-	if (rc) {
+	if (rc)
 		rc = clc_finish(ctx, conn, rc);
-		goto out;
-	}
-	ntbsmc_conn_expose(conn, true);
-	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_CONFIRM_LOST, sk)) {
-		rc = clc_finish(ctx, conn, -ETIMEDOUT);
-		goto out;
-	}
-	rc = clc_recv(&io, &in, NTBSMC_CLC_CONFIRM);
-	rc = clc_finish(ctx, conn, clc_declined(conn, rc));
+	else
+		rc = server_confirm(ctx, &io, &t, conn, &keys);
 out:
 	memzero_explicit(&keys, sizeof(keys));
 	return rc;

@@ -51,15 +51,16 @@ static void conn_orphan_reset(struct ntbsmc_conn *conn, const char *why)
 }
 
 /*
- * A failed handshake: the peer had all the time a handshake may take to attach
- * to our slot. An established connection: closed, and the peer did not let go
- * in orphan_timeout_ms.
+ * A held slot (the peer was told it and never attached): the peer had all the
+ * time a handshake may take to attach to it. An orphan (an established
+ * connection the peer attached to): closed, and the peer did not let go in
+ * orphan_timeout_ms.
  */
 static void conn_hold_expired(struct timer_list *t)
 {
 	struct ntbsmc_conn *conn = from_timer(conn, t, hold_timer);
 
-	if (READ_ONCE(conn->established)) {
+	if (!conn->held) {
 		if (!test_bit(0, &conn->released))
 			conn_orphan_reset(conn, "orphan timeout");
 	} else {
@@ -152,14 +153,26 @@ int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *pe
 }
 
 /*
- * The handshake told the peer our slot (@exposed: PROPOSAL or ACCEPT went out), or
- * the peer declined, which it does only before it attached (not @exposed). From
- * the first until the peer acknowledges our end, a failed handshake holds the
- * slot: the peer may attach to it and write, and reset what it finds there.
+ * The handshake tells the peer our slot (@exposed: ACCEPT or CONFIRM goes out), or
+ * the peer declined under its MAC, which it does only before it attached (not
+ * @exposed). From the first until the peer acknowledges our end, a connection the
+ * peer has not attached to holds the slot: the peer may still attach to it and
+ * write, and reset what it finds there.
  */
 void ntbsmc_conn_expose(struct ntbsmc_conn *conn, bool exposed)
 {
 	WRITE_ONCE(conn->exposed, exposed);
+}
+
+/*
+ * The peer attached to our slot: its CONFIRM, which it sends only once it wrote
+ * our control block, checked (the server), or its token is in our control block
+ * (conn_read_peer()). From then on our slot is an orphan's once we close, not a
+ * held one.
+ */
+void ntbsmc_conn_peer_attached(struct ntbsmc_conn *conn)
+{
+	WRITE_ONCE(conn->peer_attached, true);
 }
 
 /*
@@ -258,14 +271,14 @@ void ntbsmc_conn_publish_flags(struct ntbsmc_conn *conn)
 /*
  * The peer may still write into our slot: it knows the slot (exposed), has not
  * acknowledged our end (closed or reset its own), the link epoch has not ended,
- * and, if the handshake failed, it may still attach (hold_timer).
+ * and, if it never attached, it may still attach (hold_timer).
  */
 static bool conn_peer_may_write(struct ntbsmc_conn *conn)
 {
 	if (!READ_ONCE(conn->exposed) || !conn_link_alive(conn) ||
 	    (READ_ONCE(conn->peer_flags) & NTBSMC_F_PEER_GONE))
 		return false;
-	return READ_ONCE(conn->established) || !READ_ONCE(conn->hold_expired);
+	return READ_ONCE(conn->peer_attached) || !READ_ONCE(conn->hold_expired);
 }
 
 /*
@@ -282,7 +295,8 @@ static void conn_maybe_release(struct ntbsmc_conn *conn)
 		return;
 	if (timer_delete(&conn->hold_timer))
 		ntbsmc_conn_put(conn);	/* the timer's: it will not run */
-	atomic_dec(&conn->dev->orphans);	/* ntbsmc_conn_release()'s */
+	/* ntbsmc_conn_release()'s */
+	atomic_dec(conn->held ? &conn->dev->held : &conn->dev->orphans);
 	atomic64_add(conn->tx_bytes, &conn->dev->lgr_tx_bytes);
 	atomic64_add(conn->rx_bytes, &conn->dev->lgr_rx_bytes);
 	ntbsmc_dev_slot_put(conn->dev, conn);
@@ -433,6 +447,8 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
 	if (le32_to_cpu(READ_ONCE(c->token)) != conn->my_token)
 		return 0;	/* the peer has not written this connection's block yet */
+	if (!conn->peer_attached)
+		ntbsmc_conn_peer_attached(conn);
 	rmb();	/* the peer wrote the token before the flags and cursors */
 	flags = le32_to_cpu(READ_ONCE(c->flags));
 	seq = flags >> NTBSMC_F_WANT_SEQ_SHIFT;
@@ -963,10 +979,13 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 		ntbsmc_conn_publish_flags(conn);
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	/*
-	 * A failed handshake waits for the peer's acknowledgement that long at
-	 * most; a closed connection orphan_timeout_ms, then it resets.
+	 * A slot the peer was told and never attached to (a failed handshake, or
+	 * a server that never checked our CONFIRM) is held: the peer may still
+	 * attach that long at most. A closed connection the peer attached to is
+	 * an orphan for orphan_timeout_ms, then it resets.
 	 */
-	if (!conn->established && READ_ONCE(conn->exposed)) {
+	conn->held = READ_ONCE(conn->exposed) && !READ_ONCE(conn->peer_attached);
+	if (conn->held) {
 		refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
 		mod_timer(&conn->hold_timer, jiffies + msecs_to_jiffies(NTBSMC_HOLD_MS));
 	} else if (conn->established && !abort) {
@@ -976,10 +995,10 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 		orphan_wait = true;
 	}
 	/*
-	 * An orphan until conn_maybe_release() gives the slot back; counted
-	 * before closed is seen, so that its decrement never comes first.
+	 * Held, or an orphan, until conn_maybe_release() gives the slot back;
+	 * counted before closed is seen, so that its decrement never comes first.
 	 */
-	atomic_inc(&conn->dev->orphans);
+	atomic_inc(conn->held ? &conn->dev->held : &conn->dev->orphans);
 	smp_mb__after_atomic();	/* the count before closed (comment above) */
 	WRITE_ONCE(conn->closed, true);
 	spin_unlock_irqrestore(&conn->lock, flags);

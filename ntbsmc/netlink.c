@@ -54,6 +54,7 @@ static int put_dev(struct sk_buff *skb, struct ntbsmc_dev *dev)
 	    nla_put_u32(skb, NTBSMC_DEV_RMB_SPACE, units * NTBSMC_RMB_UNIT) ||
 	    nla_put_u32(skb, NTBSMC_DEV_RMB_FREE, free_units * NTBSMC_RMB_UNIT) ||
 	    nla_put_u32(skb, NTBSMC_DEV_ORPHANS, atomic_read(&dev->orphans)) ||
+	    nla_put_u32(skb, NTBSMC_DEV_HELD, atomic_read(&dev->held)) ||
 	    (dev->state != NTBSMC_DEV_DOWN &&
 	     nla_put(skb, NTBSMC_DEV_PEER_SYSID, NTBSMC_ID_LEN, dev->peer_sysid)) ||
 	    (chan && (nla_put_string(skb, NTBSMC_DEV_DMA_CHAN, dma.chan) ||

@@ -118,11 +118,13 @@ struct ntbsmc_net {
 	int lgr_idle_ms;
 	int dma_threshold;		/* writes of at least this many bytes use DMA; 0: never */
 	int zerocopy_threshold;		/* ... and straight from user pages; 0: never */
-	int max_handshakes;		/* server handshakes at once; SYNs beyond: TCP */
+	/* server handshakes at once, SYNs beyond: TCP; client ones, connects beyond: TCP */
+	int max_handshakes;
 	int recheck_ms;			/* period of the lost-notification re-check; 0: off */
 	int orphan_timeout_ms;		/* a closed connection unacknowledged this long: reset */
 	int max_orphans;		/* per device; beyond, a closing connection resets */
 	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
+	atomic_t client_handshakes;	/* client handshakes running (hs_client_bound()) */
 	/*
 	 * This namespace's handshakes, the clients' and the servers' apart: one
 	 * namespace's flood does not hold up another's, and stalled server
@@ -201,7 +203,10 @@ struct ntbsmc_dev {
 	unsigned int nslots;
 	unsigned int free_units;
 	unsigned int rmbs;		/* connections holding units */
-	atomic_t orphans;		/* of those, closed: waiting for the peer */
+	/* of those, closed: the peer attached, we wait for it to let go */
+	atomic_t orphans;
+	/* ... closed: the peer was told the slot, never attached, may still */
+	atomic_t held;
 	unsigned long *slot_map;	/* units in use */
 	struct ntbsmc_conn __rcu **conns;	/* by local slot */
 	bool removed;			/* ntbsmc_remove() ran; under slot_lock */
@@ -307,18 +312,21 @@ struct ntbsmc_conn {
 
 	int err;		/* ECONNRESET once aborted */
 	bool exposed;		/* the peer was told our slot: it may write into it */
+	bool peer_attached;	/* ... and did (ntbsmc_conn_peer_attached()) */
 	bool established;	/* handshake completed */
 	bool closed;		/* our side closed: slot freed when the peer is done */
 	bool detached;		/* we published DETACHED: we write nothing more to the peer */
 	/*
-	 * A handshake that failed with our slot exposed holds it until the peer
-	 * acknowledges or can no longer attach (NTBSMC_HOLD_MS): the timer, which
-	 * holds a reference, ends that wait. An established connection, once
-	 * closed, waits for the peer's DETACHED (or its CLOSED, or ABORT) at most
-	 * orphan_timeout_ms: then the timer resets it, as TCP's FIN-WAIT-2 timer
-	 * ends an orphan, and the slot is freed when the peer acknowledges the
-	 * ABORT or the link epoch ends.
+	 * A connection closed with our slot exposed and the peer not attached is
+	 * held (@held, counted in dev->held) until the peer acknowledges or can
+	 * no longer attach (NTBSMC_HOLD_MS): the timer, which holds a reference,
+	 * ends that wait. An established connection the peer attached to, once
+	 * closed, is an orphan (dev->orphans): it waits for the peer's DETACHED
+	 * (or its CLOSED, or ABORT) at most orphan_timeout_ms: then the timer
+	 * resets it, as TCP's FIN-WAIT-2 timer ends an orphan, and the slot is
+	 * freed when the peer acknowledges the ABORT or the link epoch ends.
 	 */
+	bool held;
 	bool hold_expired;
 	struct timer_list hold_timer;
 	bool rd_shut;		/* shutdown(SHUT_RD): reads end at what arrived */
@@ -384,6 +392,7 @@ struct ntbsmc_conn {
 struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk);
 int ntbsmc_conn_attach(struct ntbsmc_conn *conn, const struct ntbsmc_clc_rmb *peer);
 void ntbsmc_conn_expose(struct ntbsmc_conn *conn, bool exposed);
+void ntbsmc_conn_peer_attached(struct ntbsmc_conn *conn);
 void ntbsmc_conn_put(struct ntbsmc_conn *conn);
 extern struct srcu_struct ntbsmc_srcu;
 void ntbsmc_conn_sync(void);
@@ -558,7 +567,8 @@ struct ntbsmc_sock {
 	u32 peer_reason;
 	bool client;
 	bool hs_started;
-	bool hs_counted;		/* a server handshake in ntbsmc_net.handshakes */
+	/* in ntbsmc_net.handshakes (a server's) or .client_handshakes (a client's) */
+	bool hs_counted;
 	bool hs_congested;		/* a child beyond max_handshakes: it only declines */
 	u8 hs_shutdown;			/* shutdown() during the handshake, applied at its end */
 	unsigned long hs_start;		/* jiffies: connection established */

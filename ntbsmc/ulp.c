@@ -118,6 +118,9 @@ static void ntbsmc_state_change(struct sock *sk)
 		    sk->sk_state == TCP_ESTABLISHED && !ctx->hs_started) {
 			ctx->hs_started = true;
 			ctx->hs_start = jiffies;
+			/* put in ntbsmc_hs_work(); bounded by ntbsmc_connect() */
+			atomic_inc(&ntbsmc_net(sock_net(sk))->client_handshakes);
+			ctx->hs_counted = true;
 			refcount_inc(&ctx->ref);	/* put by hs_work */
 			sock_hold(sk);			/* put by hs_work */
 			queue_work(ntbsmc_net(sock_net(sk))->hs_wq, &ctx->hs_work);
@@ -450,6 +453,8 @@ static void ntbsmc_hs_work(struct work_struct *work)
 
 	rc = ctx->client ? ntbsmc_clc_client(ctx) : ntbsmc_clc_server(ctx);
 	ctx_finish(ctx, rc);
+	if (ctx->client && ctx->hs_counted)
+		atomic_dec(&ntbsmc_net(sock_net(sk))->client_handshakes);
 	if (ctx->listener)
 		listener_child_done(ctx);
 	/* set before the socket was marked dead, which ctx_finish() saw */
@@ -1033,6 +1038,27 @@ static int disconnect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 	return ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
 }
 
+/*
+ * A client's handshakes are bounded as a server's are: with max_handshakes of
+ * them running in the namespace, a new connect does not offer ntbsmc and is TCP
+ * at once (congested). Each holds nothing in a window until its server proved
+ * NTB presence, but a flood of connects to hosts that stall would otherwise
+ * hold as many handshakes, each for a handshake timeout. Like the server's,
+ * the count is read before the SYN and taken at establishment: connects made
+ * within one round trip may pass it together.
+ */
+static void hs_client_bound(struct sock *sk, struct ntbsmc_sock *ctx)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
+
+	lock_sock(sk);
+	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE && !ctx->hs_started &&
+	    sk->sk_state == TCP_CLOSE && tcp_sk(sk)->syn_smc &&
+	    atomic_read(&nn->client_handshakes) >= READ_ONCE(nn->max_handshakes))
+		fallback_locked(sk, ctx, NTBSMC_REASON_CONGESTED);
+	release_sock(sk);
+}
+
 static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 			  int flags)
 {
@@ -1043,6 +1069,7 @@ static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_
 
 	if (addr_len >= (int)sizeof(uaddr->sa_family) && uaddr->sa_family == AF_UNSPEC)
 		return disconnect(sock, uaddr, addr_len, flags);
+	hs_client_bound(sk, ctx);
 	rc = ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
 	if (rc)
 		return rc;

@@ -165,15 +165,14 @@ enum {
 
 /*
  * Handshake over the TCP connection, after both ends offered ntbsmc in the SYN and
- * SYN-ACK:
+ * SYN-ACK (version 6):
  *
  *   client                                    server
  *   HELLO (a valid SMC-R v1 CLC DECLINE) -->
  *                                         <-- CHALLENGE (server system, nonce)
- *   PROPOSAL (system, fabric, RMB,
- *             nonce, MAC)                -->
+ *   PROPOSAL (system, fabric, nonce, MAC) -->
  *                                         <-- ACCEPT (RMB, MAC) | DECLINE (reason)
- *   CONFIRM | DECLINE (reason)           -->
+ *   CONFIRM (RMB, MAC) | DECLINE (reason, MAC) -->
  *
  * The client's first message is a well-formed SMC-R CLC DECLINE carrying the
  * ntbsmc marker in its system id: a Linux SMC server (which answers the same SYN
@@ -183,32 +182,52 @@ enum {
  * DECLINE and both fall back. Our own messages are framed with a magic, a type, a
  * version and an exact length per type, and a trailer.
  *
- * Proof of NTB presence (since version 4). At every link epoch each side writes
- * a fresh random secret into the header of its peer's window (ntbsmc_win_hdr.secret):
- * only a host that reads that window across the NTB link learns it. A side's
- * handshake MAC is keyed by the secret its peer wrote there, and covers every byte
- * of the handshake up to the MAC itself, both nonces included:
+ * Proof of NTB presence. At every link epoch each side writes a fresh random
+ * secret into the header of its peer's window (ntbsmc_win_hdr.secret): only a
+ * host that reads that window across the NTB link learns it. A side's MACs are
+ * keyed by the secret its peer wrote there, and cover this TCP connection's
+ * addresses and ports and every byte of the handshake up to the MAC itself, both
+ * nonces included:
  *
- *   PROPOSAL.mac = MAC(server's secret, "ntbsmc4P" HELLO CHALLENGE PROPOSAL[..mac])
- *   ACCEPT.mac   = MAC(client's secret, "ntbsmc4A" HELLO CHALLENGE PROPOSAL
- *                                                   ACCEPT[..mac])
+ *   PROPOSAL.mac = MAC(server's secret, "ntbsmc6P" ID HELLO CHALLENGE PROPOSAL[..mac])
+ *   ACCEPT.mac   = MAC(client's secret, "ntbsmc6A" ID ... PROPOSAL ACCEPT[..mac])
+ *   CONFIRM.mac  = MAC(server's secret, "ntbsmc6C" ID ... ACCEPT CONFIRM[..mac])
+ *   DECLINE.mac  = MAC(server's secret, "ntbsmc6D" ID ... ACCEPT DECLINE[..mac])
+ *
+ * ID is struct ntbsmc_clc_tcp_id: the client's and the server's address and
+ * port, each end filling it from its own socket. A relay or a NAT changes one of
+ * them, so the MACs fail and the connection stays TCP.
  *
  * MAC(k, m) is SipHash-2-4(k[0..15], m) || SipHash-2-4(k[16..31], m), each
- * little endian: 128 bits under two independent keys (the labels keep the
- * "4" of the version that introduced them). The server checks the PROPOSAL
- * before it allocates or writes anything; the client checks the ACCEPT before
- * it writes into the server's window. Neither nonce repeats, so a recorded
- * handshake proves nothing the second time.
+ * little endian: 128 bits under two independent keys. Neither nonce repeats, so
+ * a recorded handshake proves nothing the second time.
  *
- * Versions. A client says the highest version it speaks in its HELLO
- * (reserved[0]; zero before version 4). A server of version 3 or older ignores
- * that and answers with a HELLO_ACK, which we decline (reason auth: it would
- * believe anyone). We answer the HELLO of an older client with a HELLO_ACK that
- * offers only our version: a version-3 client declines it (reason version), a
- * version-4 one takes it for an older server's (reason auth); either way we
- * count auth. A version-4 server answers our HELLO with a CHALLENGE offering
- * only version 4, which we decline (reason version). PROPOSAL and ACCEPT are
- * sent only between two ends of this version, after the CHALLENGE.
+ * What each message authorises, so that no side exposes, holds or frees a buffer
+ * on the word of a party that has not proved NTB presence on this connection:
+ *
+ *   PROPOSAL  the client proved presence; nothing is allocated on either side.
+ *   ACCEPT    the server, having checked the PROPOSAL, names its RMB: the
+ *             client, having checked the ACCEPT, allocates its own, attaches to
+ *             the server's (writes its control block) and then writes data
+ *             into it. The server holds its RMB from here until the client
+ *             acknowledges or can no longer attach.
+ *   CONFIRM   names the client's RMB: the server attaches to it and writes
+ *             into it only once this MAC checked. The client holds its RMB
+ *             from here until the server acknowledges or can no longer attach.
+ *   DECLINE   in place of the ACCEPT it changes nothing (the client has
+ *             allocated nothing) and needs no MAC. In place of the CONFIRM it
+ *             tells the server that the client did not attach, so the server
+ *             frees its RMB at once: only with a MAC that checks. One without
+ *             is not believed; the server resets the connection and holds the
+ *             RMB as after a timeout.
+ *
+ * Versions. A client says its version in its HELLO (reserved[0]). A server of
+ * version 6 answers a client of version 4 or 5 with a CHALLENGE that offers only
+ * version 6, which that client declines (reason version on both ends); a client
+ * older than version 4 gets a HELLO_ACK, which it cannot decline but by its
+ * version-3 PROPOSAL (reset). A client of version 6 declines a CHALLENGE without
+ * version 6 (version) and a HELLO_ACK (auth). Version 6's PROPOSAL, ACCEPT,
+ * CONFIRM and DECLINE with MAC are sent only between two version-6 ends.
  */
 #define NTBSMC_SMC_EYECATCHER	"\xe2\xd4\xc3\xd9"	/* "SMCR" in EBCDIC */
 #define NTBSMC_SMC_PROPOSAL	0x01
@@ -239,17 +258,23 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
  * that two ends of different versions read each other's HELLO_ACK and DECLINE.
  * Version 2: RMBs of any size, placed by slot. Version 3: the DETACHED flag.
  * Version 4: the proof of NTB presence. Version 5: events of one write each, the
- * want sequence and seen cursors (no read across the link); no older version is
+ * want sequence and seen cursors (no read across the link). Version 6: the
+ * proofs come before any buffer is named, cover the TCP connection's addresses,
+ * and the CONFIRM and a DECLINE after the ACCEPT carry one; no older version is
  * spoken.
  */
 #define NTBSMC_CLC_FRAME_VERSION	1
-#define NTBSMC_CLC_VERSION	5
+#define NTBSMC_CLC_VERSION	6
+/* The oldest client version that reads a CHALLENGE (and so declines ours). */
+#define NTBSMC_CLC_VERSION_CHALLENGE	4
 
 #define NTBSMC_NONCE_LEN	16
 #define NTBSMC_MAC_LEN		16
 #define NTBSMC_SECRET_LEN	32
-#define NTBSMC_MAC_LABEL_PROPOSAL	"ntbsmc4P"
-#define NTBSMC_MAC_LABEL_ACCEPT		"ntbsmc4A"
+#define NTBSMC_MAC_LABEL_PROPOSAL	"ntbsmc6P"
+#define NTBSMC_MAC_LABEL_ACCEPT		"ntbsmc6A"
+#define NTBSMC_MAC_LABEL_CONFIRM	"ntbsmc6C"
+#define NTBSMC_MAC_LABEL_DECLINE	"ntbsmc6D"
 
 enum ntbsmc_clc_type {
 	NTBSMC_CLC_HELLO_ACK = 1,	/* to a client older than this version */
@@ -257,7 +282,8 @@ enum ntbsmc_clc_type {
 	NTBSMC_CLC_ACCEPT,
 	NTBSMC_CLC_CONFIRM,
 	NTBSMC_CLC_DECLINE,
-	NTBSMC_CLC_CHALLENGE,		/* the answer to HELLO, since version 4 */
+	NTBSMC_CLC_CHALLENGE,		/* version 4's answer to HELLO */
+	NTBSMC_CLC_DECLINE_MAC,		/* version 6: the client's DECLINE of an ACCEPT */
 };
 
 struct ntbsmc_clc_hdr {
@@ -298,13 +324,13 @@ struct ntbsmc_clc_rmb {
 	__be32 epoch;		/* the offerer's link epoch */
 } __packed;
 
+/* No buffer: the client names its own only in the CONFIRM. */
 struct ntbsmc_clc_proposal {
 	struct ntbsmc_clc_hdr hdr;
 	u8 version;
 	u8 reserved[3];
 	u8 sysid[16];
 	u8 fabric_id[16];
-	struct ntbsmc_clc_rmb rmb;
 	u8 nonce[NTBSMC_NONCE_LEN];
 	u8 mac[NTBSMC_MAC_LEN];
 	struct ntbsmc_clc_trailer trl;
@@ -319,19 +345,45 @@ struct ntbsmc_clc_accept {
 
 struct ntbsmc_clc_confirm {
 	struct ntbsmc_clc_hdr hdr;
+	struct ntbsmc_clc_rmb rmb;
+	u8 mac[NTBSMC_MAC_LEN];
 	struct ntbsmc_clc_trailer trl;
 } __packed;
 
+/* Any version: what ends a handshake that named no buffer yet. */
 struct ntbsmc_clc_decline {
 	struct ntbsmc_clc_hdr hdr;
 	__be32 reason;		/* enum ntbsmc_reason */
 	struct ntbsmc_clc_trailer trl;
 } __packed;
 
+/* The client's DECLINE of an ACCEPT: "I did not attach", under its MAC. */
+struct ntbsmc_clc_decline_mac {
+	struct ntbsmc_clc_hdr hdr;
+	__be32 reason;		/* enum ntbsmc_reason */
+	u8 mac[NTBSMC_MAC_LEN];
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
+/*
+ * The TCP connection a handshake runs on, as both ends name it: IPv4 addresses
+ * mapped into IPv6 (::ffff:a.b.c.d), ports in network order.
+ */
+struct ntbsmc_clc_tcp_id {
+	u8 client_addr[16];
+	u8 server_addr[16];
+	__be16 client_port;
+	__be16 server_port;
+} __packed;
+
 static_assert(sizeof(struct ntbsmc_clc_hello_ack) == 32);
 static_assert(sizeof(struct ntbsmc_clc_challenge) == 48);
-static_assert(sizeof(struct ntbsmc_clc_proposal) == 96);
+static_assert(sizeof(struct ntbsmc_clc_proposal) == 80);
 static_assert(sizeof(struct ntbsmc_clc_accept) == 44);
+static_assert(sizeof(struct ntbsmc_clc_confirm) == 44);
+static_assert(sizeof(struct ntbsmc_clc_decline) == 16);
+static_assert(sizeof(struct ntbsmc_clc_decline_mac) == 32);
+static_assert(sizeof(struct ntbsmc_clc_tcp_id) == 36);
 
 #define NTBSMC_CLC_MAX_LEN	sizeof(struct ntbsmc_clc_proposal)
 

@@ -152,6 +152,7 @@ static void queue_dev(const struct nlmsghdr *req, const char *name, bool up)
 	nla_put_u32(msg, NTBSMC_DEV_RMB_SPACE, 4128768);
 	nla_put_u32(msg, NTBSMC_DEV_RMB_FREE, up ? 1015808 : 4128768);
 	nla_put_u32(msg, NTBSMC_DEV_ORPHANS, up ? 1 : 0);
+	nla_put_u32(msg, NTBSMC_DEV_HELD, 0);
 	if (up) {
 		nla_put(msg, NTBSMC_DEV_PEER_SYSID, 16, peer);
 		nla_put_string(msg, NTBSMC_DEV_DMA_CHAN, "dma0chan0");

@@ -356,13 +356,13 @@ cat >"$TMP/dev.txt" <<'EOF'
 ntb0: state active enabled yes
     fabric_id 0112233445566778899aabbccddeef00 netns_cookie 4097
     window 4194304 windows 2 doorbells 32 scratchpads 16
-    buffers 3 space 4128768 free 1015808 size 1048576 orphans 1
+    buffers 3 space 4128768 free 1015808 size 1048576 orphans 1 held 0
     dma dma0chan0 of 0000:03:00.1 (switch)
     peer_sysid a0b1c2d3e4f5061728394a5b6c7d8e9f
 ntb1: state down enabled no
     fabric_id 0112233445566778899aabbccddeef00 netns_cookie 4097
     window 4194304 windows 2 doorbells 32 scratchpads 16
-    buffers 0 space 4128768 free 4128768 size 1048576 orphans 0
+    buffers 0 space 4128768 free 4128768 size 1048576 orphans 0 held 0
     peer_sysid -
 EOF
 expect 0 "" "fake: dev" -- $FAKE dev
@@ -378,7 +378,7 @@ json 'len(d) == 2 and d[0] == {"name": "ntb0", "state": "active", "enabled": Tru
 "fabric_id": "0112233445566778899aabbccddeef00", "netns_cookie": 4097,
 "window_size": 4194304, "windows": 2, "doorbells": 32, "scratchpads": 16, "buffers": 3,
 "buffer_space": 4128768, "buffer_free": 1015808, "buffer_size": 1048576, "orphans": 1,
-"dma_chan": "dma0chan0", "dma_dev": "0000:03:00.1", "dma_choice": "switch",
+"held": 0, "dma_chan": "dma0chan0", "dma_dev": "0000:03:00.1", "dma_choice": "switch",
 "peer_sysid": "a0b1c2d3e4f5061728394a5b6c7d8e9f"} and
 d[1]["peer_sysid"] is None and d[1]["dma_chan"] is None and d[1]["dma_dev"] is None and
 d[1]["dma_choice"] is None and d[1]["state"] == "down" and

@@ -4,22 +4,31 @@
 # TCP reach to both hosts (a veth into host a, which routes for it), no NTB
 # port. It speaks the handshake by hand (ulp/forge, on sockets whose kernel
 # handshake the test build's fault point raw_handshake turns off) while two
-# connections from host b to host a stream bytes checked by xfer both ways over
-# NTB: one relayed through atk, so that it saw that handshake, and one it never
-# saw.
-#   - The relay: its faithful copy of the honest handshake runs over NTB (the
-#     tool speaks the protocol right; an honest relay gains nothing a TCP proxy
-#     would not have).
-#   - Against host a's server: PROPOSALs that claim to be host b and name the
-#     relayed connection's slot and slots 0, 32, ... 480; the recorded
-#     handshake replayed; each field and length of it mutated; a version-3
-#     client. Every one is refused (declined auth, or reset where the framing
-#     is broken), none is accepted, no connection of host a ran over NTB.
-#   - Against host b's client: a forged server that claims to be host a and
-#     names host a's side of the relayed connection; the recorded answers
-#     replayed; a version-3 server. Host b's client falls back with reason auth.
-#   - Both live connections: every byte, over NTB, no wait for a byte over 5 s,
-#     no reset, still streaming when the attacks ended; nothing aborted.
+# connections from host b to host a stream bytes checked by xfer both ways: one
+# relayed through atk, so that it saw that handshake, and one it never saw.
+#
+#   b (client) ---- 10.78.0.2:6210 atk relay 10.78.0.3:6210 ----> a (server)
+#   b (client) ------------------------- direct ------------------> a (server)
+#   atk: forged clients -> a; forged server 10.78.0.4:6210 <- b's probes
+#
+#   - The relay: the proofs cover both ends' addresses, which the relay
+#     changed, so its connection stays TCP (bytes intact); the direct one runs
+#     over NTB.
+#   - Against host a's server: PROPOSALs that claim to be host b (slots 0, 32,
+#     ... 480 where the layout names a buffer); the recorded handshake
+#     replayed; each field and length of it mutated; a version-3 client. Every
+#     one is refused (declined auth, or reset where the framing is broken),
+#     none is accepted, no connection of host a ran over NTB.
+#   - Against host b's client (finding 2): a forged server that claims to be
+#     host a; the recorded answers replayed; a version-3 server. Host b's
+#     client falls back with reason auth, and holds no buffer for any of them:
+#     buffers as before, none held, no orphan.
+#   - The relay swaps the server's ACCEPT for a forged DECLINE and sends the
+#     server a forged CONFIRM (finding 3): the server's end does not run over
+#     NTB while the client's is TCP.
+#   - Both live connections: every byte, no wait for a byte over 5 s, no
+#     reset, still streaming when the attacks ended; nothing aborted; an honest
+#     connection afterwards gets a buffer and runs over NTB.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
@@ -47,7 +56,33 @@ test_phases ulp_setup cleanup "$@"
 
 need_faults
 ulp_wait_active
-live1=6201 live2=6204 sink=6205
+live1=6201 live2=6204 sink=6205 swap_port=6206
+
+# dev_field KEY: a field of this host's `ntbsmc -j dev show`.
+dev_field() { jfield "$(cli -j dev show "$NTB")" "$1"; }
+
+# alive PID...: every PID still runs.
+alive() {
+	local p
+	for p; do
+		kill -0 "$p" 2>/dev/null || return 1
+	done
+}
+
+# conn_settled PORT: this host's connection to PORT ended its handshake.
+conn_settled() {
+	[[ $(cli -j conn show mode ntb dport "$1") == *local_port* ||
+		$(cli -j conn show mode tcp dport "$1") == *local_port* ]]
+}
+
+# holds_nothing_more: this host holds no buffer beyond those of the live
+# connections ($buf0) for anyone, and nothing after a failed handshake.
+holds_nothing_more() {
+	local dev
+	dev=$(cli -j dev show "$NTB")
+	[ "$(jfield "$dev" buffers)" = "$buf0" ] && [ "$(jfield "$dev" orphans)" = 0 ] &&
+		one_of "$(jfield "$dev" held)" 0 missing
+}
 
 # atk CMD...: runs CMD in the hostile namespace; execs in a subshell of its own,
 # as inns does, so that $! is CMD's pid.
@@ -76,7 +111,7 @@ barrier atk-ready
 
 # The live connections: paced, so that they stream for minutes whatever the
 # attacks take; the relay records the handshake of the first.
-STREAM="--ulp --both --bytes 50331648 --write-size 32768 --pace-ms 60"
+STREAM="--ulp --both --bytes 100663296 --write-size 32768 --pace-ms 60"
 rec=$WORK/rec
 if [ "$ROLE" = a ]; then
 	mkdir -p "$rec"
@@ -97,21 +132,23 @@ else
 	c1=$!
 	inns "$XFER" client "$PEER_IP" $live2 $STREAM >"$WORK/live2.json" &
 	c2=$!
-	wait_for 120 "the relayed connection over NTB" ntb_conn_to $RAW_PORT
+	wait_for 120 "the relayed connection's handshake" conn_settled $RAW_PORT
 	wait_for 120 "the direct connection over NTB" ntb_conn_to $live2
 fi
 barrier live-running
 stats
-ntb0=$(stat_of conn_ntb) aborts0=$(stat_of aborts)
+ntb0=$(stat_of conn_ntb) aborts0=$(stat_of aborts) buf0=$(dev_field buffers)
+log "live: $(cli dev show "$NTB" | tr '\n' ' ')"
 
 # summary FILE KIND: the forge summary line of attack KIND.
 summary() {
 	grep "\"attack\": \"$2\", \"attempts\"" "$1" | tail -1
 }
 
-# recorded: the relay saw the honest handshake up to the server's ACCEPT, in
-# version 4 (HELLO 28 and PROPOSAL 96; CHALLENGE 48, ACCEPT 44) or, on old
-# code, version 3 (28 and 64; HELLO_ACK 32, ACCEPT 28).
+# recorded: the relay saw the honest handshake up to the server's verdict: in
+# version 6 HELLO 28 and PROPOSAL 80, CHALLENGE 48 and DECLINE 16 (the proof
+# fails: the relay changed the addresses); in version 5 PROPOSAL 96 and ACCEPT
+# 44; in version 3 28 and 64, HELLO_ACK 32 and ACCEPT 28.
 recorded() {
 	[ "$(stat -c %s "$rec/c2s" 2>/dev/null || echo 0)" -ge $((28 + 64)) ] &&
 		[ "$(stat -c %s "$rec/s2c" 2>/dev/null || echo 0)" -ge $((32 + 28)) ]
@@ -119,7 +156,8 @@ recorded() {
 
 if [ "$ROLE" = a ]; then
 	wait_for 60 "the relay's recording" recorded
-	inns "$FORGE" sink "$MY_IP" $sink >"$WORK/sink.json" &
+	# idle up to 900 s: the honest probe comes after the forged servers and the swap
+	inns "$FORGE" sink "$MY_IP" $sink --idle-s 900 >"$WORK/sink.json" &
 	sk=$!
 	wait_for 90 "sink" pid_listening $sk $sink
 	for kind in claim replay mutate legacy; do
@@ -165,7 +203,26 @@ if [ "$ROLE" = a ]; then
 		check "forged server $kind: $(jfield "$s" accepted) accepted" \
 			[ "$(jfield "$s" accepted)" = 0 ]
 	done
-	kill $sk 2>/dev/null
+
+	# Finding 3: the relay gives the client a DECLINE for the server's ACCEPT.
+	mkdir -p "$WORK/rec-swap"
+	inns "$FORGE" sink "$MY_IP" $swap_port --count 1 --idle-s 120 >"$WORK/swap-sink.json" &
+	ss=$!
+	atk "$FORGE" relay $LISTEN_IP $RAW_PORT "$MY_IP" $swap_port --bind-addr $CLIENT_IP \
+		--bind-port $RAW_PORT --record "$WORK/rec-swap" --swap accept --max-s 60 \
+		>"$WORK/swap.json" &
+	sr=$!
+	wait_for 90 "swap sink" pid_listening $ss $swap_port
+	wait_for 90 "swap relay" pid_listening $sr $RAW_PORT
+	barrier swap-listening
+	barrier swap-done 300
+	wait $sr || check "swap relay failed: $(tail -3 "$WORK/swap.json")" false
+	wait $ss || check "swap sink failed: $(tail -3 "$WORK/swap-sink.json")" false
+	log "swap relay: $(tr '\n' ' ' <"$WORK/swap.json")"
+	out=$(grep -m1 '"sink"' "$WORK/swap-sink.json")
+	log "swap server: $out"
+	check "swap: the server's end ran over $(jfield "$out" mode), want tcp" \
+		[ "$(jfield "$out" mode)" = tcp ]
 else
 	barrier server-attacked 300
 	for kind in claim replay legacy; do
@@ -176,13 +233,27 @@ else
 			check "forged server $kind $i: client $(jfield "$out" mode)/$(jfield "$out" reason), want tcp/auth" \
 				[ "$(jfield "$out" mode)/$(jfield "$out" reason)" = tcp/auth ]
 		done
+		# finding 2: nothing allocated or held for a server that proved nothing
+		log "after the forged server $kind: $(cli dev show "$NTB" | tr '\n' ' ')"
+		check "forged server $kind: buffers $(dev_field buffers) (want $buf0), held $(dev_field held), orphans $(dev_field orphans)" \
+			holds_nothing_more
 		barrier fsrv-$kind-done 300
 	done
+
 	re='"fallback_client": *\{[^}]*"auth": *([0-9]+)'
 	[[ $(cli -j stats) =~ $re ]] && auth=${BASH_REMATCH[1]} || auth=0
 	check "client fallbacks with reason auth: $auth, want 7" [ "$auth" -ge 7 ]
 	check "the live streams ended before the attacks did (pace them longer)" \
-		kill -0 $c1 $c2
+		alive $c1 $c2
+
+	barrier swap-listening
+	out=$(inns "$FORGE" probe $LISTEN_IP $RAW_PORT)
+	log "swap client: $(echo "$out" | tr '\n' ' ')"
+	out=$(echo "$out" | head -1)
+	check "swap: client $(jfield "$out" mode)/$(jfield "$out" reason), want tcp" \
+		[ "$(jfield "$out" mode)" = tcp ]
+	log "after the swap: $(cli dev show "$NTB" | tr '\n' ' ')"
+	barrier swap-done 300
 fi
 barrier attacks-done
 
@@ -191,6 +262,18 @@ stats
 check "connections over NTB during the attacks: $(($(stat_of conn_ntb) - ntb0))" \
 	[ "$(stat_of conn_ntb)" = "$ntb0" ]
 check "connections aborted: $(($(stat_of aborts) - aborts0))" [ "$(stat_of aborts)" = "$aborts0" ]
+
+# An honest connection afterwards gets a buffer and runs over NTB.
+if [ "$ROLE" = a ]; then
+	barrier honest-done 300
+	kill $sk 2>/dev/null
+else
+	out=$(inns "$FORGE" probe "$PEER_IP" $sink | head -1)
+	log "honest probe: $out"
+	check "honest connection after the attacks: $(jfield "$out" mode)/$(jfield "$out" reason), want ntb/none" \
+		[ "$(jfield "$out" mode)" = ntb ]
+	barrier honest-done 300
+fi
 
 if [ "$ROLE" = a ]; then
 	wait $s1 || check "live server 1 failed: $(cat "$WORK/live1.json")" false
@@ -201,11 +284,13 @@ else
 	wait $c1 || check "live client 1 failed: $(cat "$WORK/live1.json")" false
 	wait $c2 || check "live client 2 failed: $(cat "$WORK/live2.json")" false
 fi
-for l in live1 live2; do
+# the relayed connection is TCP: the proofs cover the addresses the relay changed
+for l in live1:tcp live2:ntb; do
+	want=${l#*:} l=${l%:*}
 	out=$(tail -1 "$WORK/$l.json")
 	log "$l: $out"
 	check "$l: outcome $(jfield "$out" outcome) mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" outcome)/$(jfield "$out" mode)/$(jfield "$out" intact)" = ok/ntb/true ]
+		[ "$(jfield "$out" outcome)/$(jfield "$out" mode)/$(jfield "$out" intact)" = ok/$want/true ]
 	gap=$(jfield "$out" max_gap_ms)
 	check "$l: waited $gap ms for a byte" [ "${gap/missing/99999}" -lt 5000 ]
 done

@@ -3,7 +3,7 @@
 
 /*
  *   forge relay LADDR LPORT SADDR SPORT --bind-port P [--bind-addr A] --record DIR
- *               [--max-s S]
+ *               [--max-s S] [--swap accept]
  *   forge client ADDR PORT --bind-port P [--bind-addr A] --record DIR --attack KIND
  *                [--slots N] [--slot-step S]
  *   forge server LADDR LPORT --record DIR --attack KIND [--count N]
@@ -21,6 +21,8 @@
  *          to SADDR:SPORT from local port P and forwards both ways until both
  *          ends closed, recording the first 4096 bytes of each direction in
  *          DIR/c2s and DIR/s2c as they pass (an honest handshake, to replay).
+ *          With --swap accept it gives the client a DECLINE in place of the
+ *          server's ACCEPT and the server a forged CONFIRM (relay_swap()).
  * client   forged clients, from local port P, one connection per attempt:
  *          claim (the recorded client's identity, its slot and slots 0, S, 2S,
  *          ... up to N of them, a made-up MAC),
@@ -54,9 +56,9 @@
  * recording) or was called wrongly (2).
  *
  * The message layouts below are forge's own copies of those of wire.h, not that
- * header: forge checks the format as documented, and still speaks version 3 (no
- * nonce, no MAC), which wire.h no longer describes, to old code. Every wait is
- * bounded.
+ * header: forge checks the format as documented, and still speaks versions 5
+ * (the client's buffer in its PROPOSAL) and 3 (no nonce, no MAC), which wire.h
+ * no longer describes, to old code. Every wait is bounded.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -105,15 +107,16 @@
 #define SMC_V1		0x10
 #define SMC_PEERNOSMC	0x03010000
 #define HELLO_ID	"NTBSMC\x00\x01"
-#define VERSION		5	/* the protocol version: the proof of NTB presence (4 on), one-write events (5) */
-#define VERSION_OLD	3	/* the one before: no proof, still spoken by old code */
+#define VERSION		6	/* the protocol version: each side proves NTB presence before it is shown a buffer */
+#define VERSION_V5	5	/* the one before: the client names its buffer before any proof */
+#define VERSION_OLD	3	/* no proof at all, still spoken by old code */
 
 #define CLC_MAGIC	"NTBS"
 #define CLC_TRAILER	"SBTN"
 #define CLC_FRAME_VERSION	1
 #define CLC_MAX_LEN	4096	/* the longest message forge reads */
 
-enum { HELLO_ACK = 1, PROPOSAL, ACCEPT, CONFIRM, DECLINE, CHALLENGE };
+enum { HELLO_ACK = 1, PROPOSAL, ACCEPT, CONFIRM, DECLINE, CHALLENGE, DECLINE_MAC };
 
 /* The client's first message: an SMC-R v1 CLC DECLINE with our marker in it. */
 struct hello {
@@ -162,7 +165,20 @@ struct clc_rmb {
 	uint32_t epoch;
 } __attribute__((packed));
 
+/* Version 6's: no buffer, the client names it only in its CONFIRM. */
 struct proposal {
+	struct clc_hdr hdr;
+	uint8_t version;
+	uint8_t reserved[3];
+	uint8_t sysid[16];
+	uint8_t fabric_id[16];
+	uint8_t nonce[16];
+	uint8_t mac[16];
+	uint8_t trl[4];
+} __attribute__((packed));
+
+/* Versions 4 and 5: the client's buffer in the PROPOSAL. */
+struct proposal_v5 {
 	struct clc_hdr hdr;
 	uint8_t version;
 	uint8_t reserved[3];
@@ -198,8 +214,25 @@ struct accept_v3 {
 	uint8_t trl[4];
 } __attribute__((packed));
 
+/* Up to version 5: nothing but the frame. */
 struct confirm {
 	struct clc_hdr hdr;
+	uint8_t trl[4];
+} __attribute__((packed));
+
+/* Version 6's: the client's buffer and its MAC. */
+struct confirm_v6 {
+	struct clc_hdr hdr;
+	struct clc_rmb rmb;
+	uint8_t mac[16];
+	uint8_t trl[4];
+} __attribute__((packed));
+
+/* Version 6: a DECLINE that changes what the peer may free carries a MAC. */
+struct decline_mac {
+	struct clc_hdr hdr;
+	uint32_t reason;
+	uint8_t mac[16];
 	uint8_t trl[4];
 } __attribute__((packed));
 
@@ -214,7 +247,10 @@ _Static_assert(sizeof(struct clc_hdr) == 8, "header");
 _Static_assert(sizeof(struct hello_ack) == 32, "HELLO_ACK");
 _Static_assert(sizeof(struct challenge) == 48, "CHALLENGE");
 _Static_assert(sizeof(struct clc_rmb) == 16, "RMB");
-_Static_assert(sizeof(struct proposal) == 96, "PROPOSAL");
+_Static_assert(sizeof(struct proposal) == 80, "PROPOSAL");
+_Static_assert(sizeof(struct proposal_v5) == 96, "version 5 PROPOSAL");
+_Static_assert(sizeof(struct confirm_v6) == 44, "version 6 CONFIRM");
+_Static_assert(sizeof(struct decline_mac) == 32, "DECLINE with MAC");
 _Static_assert(sizeof(struct proposal_v3) == 64, "version 3 PROPOSAL");
 _Static_assert(sizeof(struct accept) == 44, "ACCEPT");
 _Static_assert(sizeof(struct accept_v3) == 28, "version 3 ACCEPT");
@@ -222,7 +258,7 @@ _Static_assert(sizeof(struct confirm) == 12, "CONFIRM");
 _Static_assert(sizeof(struct decline) == 16, "DECLINE");
 /* The shorter forms are prefixes of the longer ones: one builder serves both. */
 _Static_assert(offsetof(struct hello_ack, trl) == offsetof(struct challenge, nonce), "");
-_Static_assert(offsetof(struct proposal_v3, trl) == offsetof(struct proposal, nonce), "");
+_Static_assert(offsetof(struct proposal_v3, trl) == offsetof(struct proposal_v5, nonce), "");
 _Static_assert(offsetof(struct accept_v3, trl) == offsetof(struct accept, mac), "");
 _Static_assert(offsetof(struct hello_ack, sysid) == offsetof(struct challenge, sysid), "");
 
@@ -241,7 +277,7 @@ struct prop {
 /* An honest handshake as the relay recorded it, and what forge takes from it. */
 static struct {
 	uint8_t hello[sizeof(struct hello)];
-	uint8_t prop[sizeof(struct proposal)];
+	uint8_t prop[sizeof(struct proposal_v5)];
 	uint8_t answer[sizeof(struct challenge)];	/* CHALLENGE or HELLO_ACK */
 	uint8_t accept[sizeof(struct accept)];
 	size_t prop_len, answer_len, accept_len;
@@ -251,7 +287,7 @@ static struct {
 } rec;
 
 static struct {
-	const char *addr, *port, *saddr, *sport, *record, *attack, *bind_addr;
+	const char *addr, *port, *saddr, *sport, *record, *attack, *bind_addr, *swap;
 	unsigned long bind_port, slots, slot_step, count, max_s, idle_s;
 } opt = {
 	.slots = 16,
@@ -400,12 +436,23 @@ static size_t answer_build(uint8_t *buf, uint8_t type, uint8_t vmin, uint8_t vma
 	return len;
 }
 
-/* A PROPOSAL of F in the layout of protocol version LAYOUT (3 or 4); its length. */
+/* A PROPOSAL of F in the layout of protocol version LAYOUT (3, 5 or 6); its length. */
 static size_t prop_build(uint8_t *buf, const struct prop *f, int layout)
 {
-	size_t len = layout == VERSION_OLD ? sizeof(struct proposal_v3) : sizeof(struct proposal);
-	struct proposal p = { .version = f->version };
+	size_t len = layout == VERSION_OLD ? sizeof(struct proposal_v3) : sizeof(struct proposal_v5);
+	struct proposal_v5 p = { .version = f->version };
+	struct proposal p6 = { .version = f->version };
 
+	if (layout == VERSION) {
+		memcpy(p6.reserved, f->reserved, sizeof(p6.reserved));
+		memcpy(p6.sysid, f->sysid, sizeof(p6.sysid));
+		memcpy(p6.fabric_id, f->fabric_id, sizeof(p6.fabric_id));
+		memcpy(p6.nonce, f->nonce, sizeof(p6.nonce));
+		memcpy(p6.mac, f->mac, sizeof(p6.mac));
+		memcpy(buf, &p6, sizeof(p6));
+		clc_frame(buf, PROPOSAL, sizeof(p6));
+		return sizeof(p6);
+	}
 	memcpy(p.reserved, f->reserved, sizeof(p.reserved));
 	memcpy(p.sysid, f->sysid, sizeof(p.sysid));
 	memcpy(p.fabric_id, f->fabric_id, sizeof(p.fabric_id));
@@ -419,10 +466,21 @@ static size_t prop_build(uint8_t *buf, const struct prop *f, int layout)
 
 static void prop_parse(struct prop *f, const uint8_t *buf, size_t len)
 {
-	struct proposal p = { 0 };
+	struct proposal_v5 p = { 0 };
+	struct proposal p6;
 
-	memcpy(&p, buf, len < sizeof(p) ? len : sizeof(p));
 	memset(f, 0, sizeof(*f));
+	if (len == sizeof(p6)) {
+		memcpy(&p6, buf, sizeof(p6));
+		f->version = p6.version;
+		memcpy(f->reserved, p6.reserved, sizeof(f->reserved));
+		memcpy(f->sysid, p6.sysid, sizeof(f->sysid));
+		memcpy(f->fabric_id, p6.fabric_id, sizeof(f->fabric_id));
+		memcpy(f->nonce, p6.nonce, sizeof(f->nonce));
+		memcpy(f->mac, p6.mac, sizeof(f->mac));
+		return;
+	}
+	memcpy(&p, buf, len < sizeof(p) ? len : sizeof(p));
 	f->version = p.version;
 	memcpy(f->reserved, p.reserved, sizeof(f->reserved));
 	memcpy(f->sysid, p.sysid, sizeof(f->sysid));
@@ -434,7 +492,7 @@ static void prop_parse(struct prop *f, const uint8_t *buf, size_t len)
 	}
 }
 
-/* An ACCEPT naming R, in LAYOUT; version 4's with a made-up MAC. */
+/* An ACCEPT naming R, in LAYOUT; from version 4 on with a made-up MAC. */
 static size_t accept_build(uint8_t *buf, const struct rmb *r, int layout)
 {
 	size_t len = layout == VERSION_OLD ? sizeof(struct accept_v3) : sizeof(struct accept);
@@ -574,7 +632,8 @@ static enum got not_expected(const uint8_t *msg, size_t len, struct result *r)
 {
 	const struct decline *d = (const struct decline *)msg;
 
-	if (d->hdr.type != DECLINE || len != sizeof(*d))
+	if (!(d->hdr.type == DECLINE && len == sizeof(*d)) &&
+	    !(d->hdr.type == DECLINE_MAC && len == sizeof(struct decline_mac)))
 		return GOT_GARBAGE;
 	r->declined = true;
 	r->reason = be32toh(d->reason);
@@ -745,12 +804,12 @@ static size_t read_file(const char *name, uint8_t *buf, size_t size)
 }
 
 /*
- * The message at OFF of the recorded direction NAME: of TYPE1 and LEN1 or of
- * TYPE2 and LEN2, framed as ours. Returns its length.
+ * The message at OFF of the recorded direction NAME: of TYPE1 and LEN1, of
+ * TYPE2 and LEN2 or of TYPE2 and LEN3, framed as ours. Returns its length.
  */
 static size_t recorded_msg(const char *name, const uint8_t *buf, size_t have, size_t off,
 			   const char *what, uint8_t type1, size_t len1, uint8_t type2,
-			   size_t len2)
+			   size_t len2, size_t len3)
 {
 	const struct clc_hdr *h = (const struct clc_hdr *)(buf + off);
 	size_t len;
@@ -760,7 +819,8 @@ static size_t recorded_msg(const char *name, const uint8_t *buf, size_t have, si
 		     name, what, off, have);
 	len = be16toh(h->length);
 	if (memcmp(h->magic, CLC_MAGIC, 4) ||
-	    !((h->type == type1 && len == len1) || (h->type == type2 && len == len2)))
+	    !((h->type == type1 && len == len1) ||
+	      (h->type == type2 && (len == len2 || len == len3))))
 		fail("recording %s/%s: not a %s at byte %zu (type %u, length %zu)", opt.record,
 		     name, what, off, h->type, len);
 	if (have < off + len || memcmp(buf + off + len - 4, CLC_TRAILER, 4))
@@ -771,7 +831,10 @@ static size_t recorded_msg(const char *name, const uint8_t *buf, size_t have, si
 
 /*
  * An honest handshake: the client's HELLO and PROPOSAL, the server's answer
- * (CHALLENGE, or HELLO_ACK from version 3) and ACCEPT, in either version.
+ * (CHALLENGE, or HELLO_ACK from version 3) and ACCEPT, in any version. From
+ * version 6 on a relay sees no ACCEPT (the server's check of the PROPOSAL
+ * covers the addresses, which the relay changed: it declines): then the
+ * server's buffer is a made-up one.
  */
 static void load_recording(void)
 {
@@ -790,19 +853,28 @@ static void load_recording(void)
 	off = sizeof(*h);
 	rec.prop_len = recorded_msg("c2s", c2s, nc, off, "PROPOSAL", PROPOSAL,
 				    sizeof(struct proposal_v3), PROPOSAL,
-				    sizeof(struct proposal));
+				    sizeof(struct proposal_v5), sizeof(struct proposal));
 	memcpy(rec.prop, c2s + off, rec.prop_len);
 	prop_parse(&rec.client, rec.prop, rec.prop_len);
 
 	rec.answer_len = recorded_msg("s2c", s2c, ns, 0, "CHALLENGE or HELLO_ACK", CHALLENGE,
 				      sizeof(struct challenge), HELLO_ACK,
-				      sizeof(struct hello_ack));
+				      sizeof(struct hello_ack), sizeof(struct hello_ack));
 	memcpy(rec.answer, s2c, rec.answer_len);
 	memcpy(rec.server_sysid, ((const struct challenge *)rec.answer)->sysid,
 	       sizeof(rec.server_sysid));
 	off = rec.answer_len;
+	if (ns >= off + sizeof(struct clc_hdr) &&
+	    (s2c[off + offsetof(struct clc_hdr, type)] == DECLINE ||
+	     s2c[off + offsetof(struct clc_hdr, type)] == DECLINE_MAC)) {
+		rec.server_rmb = (struct rmb){ .slot = 0, .token = random_u32(),
+					       .size = 65536, .epoch = 1 };
+		rec.accept_len = accept_build(rec.accept, &rec.server_rmb, VERSION);
+		return;
+	}
 	rec.accept_len = recorded_msg("s2c", s2c, ns, off, "ACCEPT", ACCEPT,
-				      sizeof(struct accept_v3), ACCEPT, sizeof(struct accept));
+				      sizeof(struct accept_v3), ACCEPT, sizeof(struct accept),
+				      sizeof(struct accept));
 	memcpy(rec.accept, s2c + off, rec.accept_len);
 	rmb_get(&rec.server_rmb, &((const struct accept *)rec.accept)->rmb);
 }
@@ -1001,6 +1073,58 @@ reset:
 	rst_close(b);
 }
 
+/*
+ * --swap accept: the relay passes HELLO, the server's answer and the PROPOSAL,
+ * and if the server accepts, gives the client a DECLINE (no_buffer) instead of
+ * the ACCEPT and the server a forged CONFIRM (version 5's 12 bytes, or version
+ * 6's with a made-up buffer and MAC), then relays as before. Says what it did.
+ */
+static void relay_swap(int a, int b)
+{
+	uint8_t msg[CLC_MAX_LEN], out[sizeof(struct confirm_v6)];
+	struct decline d = { .reason = htobe32(NTBSMC_REASON_NO_BUFFER) };
+	double end = now() + 3 * IO_S;
+	const char *what = "none";
+	size_t len, plen = 0;
+	enum got g;
+
+	g = recv_by(a, msg, sizeof(struct hello), end);
+	if (g == GOT_MSG)
+		g = send_by(b, msg, sizeof(struct hello), end);
+	if (g == GOT_MSG)
+		g = read_msg(b, msg, &len, end);
+	if (g == GOT_MSG)
+		g = send_by(a, msg, len, end);
+	if (g == GOT_MSG)
+		g = read_msg(a, msg, &plen, end);
+	if (g == GOT_MSG)
+		g = send_by(b, msg, plen, end);
+	if (g == GOT_MSG)
+		g = read_msg(b, msg, &len, end);
+	if (g == GOT_MSG && ((struct clc_hdr *)msg)->type == ACCEPT) {
+		struct confirm_v6 c = { 0 };
+		struct rmb r = { .slot = 0, .token = random_u32(), .size = 65536, .epoch = 1 };
+		size_t clen = plen == sizeof(struct proposal) ? sizeof(c) : sizeof(struct confirm);
+
+		what = "accept";
+		clc_frame((uint8_t *)&d, DECLINE, sizeof(d));
+		g = send_by(a, &d, sizeof(d), end);
+		rmb_put(&c.rmb, &r);
+		random_bytes(c.mac, sizeof(c.mac));
+		memcpy(out, &c, clen);
+		clc_frame(out, CONFIRM, clen);
+		if (g == GOT_MSG)
+			g = send_by(b, out, clen, end);
+	} else if (g == GOT_MSG) {
+		what = ((struct clc_hdr *)msg)->type == DECLINE ||
+		       ((struct clc_hdr *)msg)->type == DECLINE_MAC ? "decline" : "other";
+		g = send_by(a, msg, len, end);
+	}
+	printf("{\"swap\": \"%s\", \"proposal_len\": %zu, \"step\": \"%s\"}\n", what, plen,
+	       got_names[g]);
+	fflush(stdout);
+}
+
 static void cmd_relay(void)
 {
 	struct addrinfo *lai = resolve(opt.addr, opt.port), *sai = resolve(opt.saddr, opt.sport);
@@ -1021,6 +1145,8 @@ static void cmd_relay(void)
 		relay_end("reset", errno, "connect");
 		rst_close(a);
 	} else {
+		if (opt.swap)
+			relay_swap(a, b);
 		relay_run(a, b, deadline);
 	}
 	freeaddrinfo(lai);
@@ -1031,16 +1157,21 @@ static void cmd_relay(void)
 
 enum mutation { M_NONE, M_FLIP, M_INC, M_LEN, M_TRUNC, M_EXTRA };
 
-/* A field of the PROPOSAL, at its offset in version 4's layout. */
+/* A field of the PROPOSAL, at its offsets in version 6's and version 5's layouts. */
 struct field {
 	const char *name;
-	size_t off, size;
+	size_t off6, off5, size;
 	bool numeric;		/* a big-endian number: also mutated by +1 */
 };
 
+#define NO_FIELD	((size_t)-1)
 #define FIELD(name, member, numeric) \
-	{ name, offsetof(struct proposal, member), \
-	  sizeof(((struct proposal *)0)->member), numeric }
+	{ name, offsetof(struct proposal, member), offsetof(struct proposal_v5, member), \
+	  sizeof(((struct proposal_v5 *)0)->member), numeric }
+/* a field version 6 no longer has */
+#define FIELD5(name, member, numeric) \
+	{ name, NO_FIELD, offsetof(struct proposal_v5, member), \
+	  sizeof(((struct proposal_v5 *)0)->member), numeric }
 
 static const struct field fields[] = {
 	FIELD("hdr.magic", hdr.magic, false),
@@ -1051,10 +1182,10 @@ static const struct field fields[] = {
 	FIELD("reserved", reserved, false),
 	FIELD("sysid", sysid, false),
 	FIELD("fabric_id", fabric_id, false),
-	FIELD("rmb.slot", rmb.slot, true),
-	FIELD("rmb.token", rmb.token, true),
-	FIELD("rmb.size", rmb.size, true),
-	FIELD("rmb.epoch", rmb.epoch, true),
+	FIELD5("rmb.slot", rmb.slot, true),
+	FIELD5("rmb.token", rmb.token, true),
+	FIELD5("rmb.size", rmb.size, true),
+	FIELD5("rmb.epoch", rmb.epoch, true),
 	FIELD("nonce", nonce, false),
 	FIELD("mac", mac, false),
 	FIELD("trailer", trl, false),
@@ -1076,8 +1207,8 @@ struct plan {
 
 /*
  * The PROPOSAL layout an answer asks for: version 3's after a HELLO_ACK that
- * offers version 3 (an old server), version 4's otherwise, also after a
- * HELLO_ACK that offers only 4 (a new server's answer to an old client).
+ * offers version 3 (an old server), otherwise that of the highest version it
+ * offers (version 6's, or version 5's for 4 and 5).
  */
 static int answer_layout(const uint8_t *msg)
 {
@@ -1086,7 +1217,7 @@ static int answer_layout(const uint8_t *msg)
 	if (a->hdr.type == HELLO_ACK && a->version_min <= VERSION_OLD &&
 	    a->version_max >= VERSION_OLD)
 		return VERSION_OLD;
-	return VERSION;
+	return a->version_max >= VERSION ? VERSION : VERSION_V5;
 }
 
 /* The recorded client's identity in slot p->slot; a made-up nonce and MAC. */
@@ -1142,8 +1273,10 @@ static size_t build_mutate(const struct plan *p, int layout, uint8_t *msg)
 
 	f.version = layout;
 	len = prop_build(msg, &f, layout);
-	off = p->field ? p->field->off : 0;
-	if (p->field && off == offsetof(struct proposal, trl))
+	off = !p->field ? 0 : layout == VERSION ? p->field->off6 : p->field->off5;
+	if (off == NO_FIELD)
+		return 0;	/* the buffer: not in version 6's layout */
+	if (p->field && !strcmp(p->field->name, "trailer"))
 		off = len - 4;
 	else if (p->field && off + p->field->size > len - 4)
 		return 0;	/* nonce and MAC: not in version 3's layout */
@@ -1240,7 +1373,7 @@ static enum got read_verdict(int fd, struct result *r)
 /* The client's side of a handshake by plan P on FD, as far as the server lets it go. */
 static enum got forge_handshake(int fd, const struct plan *p, struct result *r)
 {
-	uint8_t answer[CLC_MAX_LEN], prop[sizeof(struct proposal) + 64];
+	uint8_t answer[CLC_MAX_LEN], prop[sizeof(struct proposal_v5) + 64];
 	enum got g = send_by(fd, p->hello, sizeof(p->hello), now() + IO_S);
 	size_t len;
 
@@ -1416,21 +1549,24 @@ static enum got read_proposal(int fd, struct result *r)
 /* The client's answer to our ACCEPT: CONFIRM means it took the forgery. */
 static enum got read_confirm(int fd, struct result *r)
 {
-	return read_typed(fd, CONFIRM, sizeof(struct confirm), sizeof(struct confirm),
+	return read_typed(fd, CONFIRM, sizeof(struct confirm), sizeof(struct confirm_v6),
 			  GOT_ACCEPTED, r);
 }
 
 /*
  * One honest client's handshake with the forged server. The answers depend on
  * the attack and, for claim, on the version the client's HELLO says it speaks:
- * an old client gets version 3's messages, which have no MAC to fail.
+ * a client of version 4 or later a CHALLENGE of its own version (the client of
+ * version 5 then names its buffer at once), an older one version 3's messages,
+ * which have no MAC to fail.
  */
 static void serve_one(int fd, struct tally *t)
 {
 	uint8_t msg[CLC_MAX_LEN];
 	struct result r = { 0 };
 	const char *name = opt.attack;
-	int layout = VERSION;
+	int layout = VERSION, v;
+	char vname[16];
 	size_t len;
 
 	r.got = recv_by(fd, msg, sizeof(struct hello), now() + IO_S);
@@ -1443,10 +1579,12 @@ static void serve_one(int fd, struct tally *t)
 		name = "replay";
 		memcpy(msg, rec.answer, rec.answer_len);
 		len = rec.answer_len;
-	} else if (!strcmp(opt.attack, "claim") &&
-		   ((struct hello *)msg)->reserved[0] >= VERSION) {
-		name = "claim:v5";
-		len = answer_build(msg, CHALLENGE, VERSION, VERSION, rec.server_sysid);
+	} else if (!strcmp(opt.attack, "claim") && ((struct hello *)msg)->reserved[0] >= 4) {
+		v = ((struct hello *)msg)->reserved[0];
+		layout = v > VERSION ? VERSION : v;
+		snprintf(vname, sizeof(vname), "claim:v%d", layout);
+		name = vname;
+		len = answer_build(msg, CHALLENGE, layout, layout, rec.server_sysid);
 	} else {
 		name = strcmp(opt.attack, "claim") ? "legacy:v3" : "claim:v3";
 		layout = VERSION_OLD;
@@ -1573,7 +1711,7 @@ static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr,
 		"usage: forge relay LADDR LPORT SADDR SPORT --bind-port P [--bind-addr A] --record DIR\n"
-		"                   [--max-s S]\n"
+		"                   [--max-s S] [--swap accept]\n"
 		"       forge client ADDR PORT --bind-port P [--bind-addr A] --record DIR --attack KIND\n"
 		"                    [--slots N] [--slot-step S]\n"
 		"                    KIND: claim, replay, mutate, legacy\n"
@@ -1592,8 +1730,8 @@ static const struct command {
 	const char *attacks;	/* " kind kind " */
 	void (*run)(void);
 } commands[] = {
-	{ "relay", 4, " --bind-port --bind-addr --record --max-s ", " --bind-port --record ", NULL,
-	  cmd_relay },
+	{ "relay", 4, " --bind-port --bind-addr --record --max-s --swap ",
+	  " --bind-port --record ", " accept ", cmd_relay },
 	{ "client", 2, " --bind-port --bind-addr --record --attack --slots --slot-step ",
 	  " --bind-port --record --attack ", " claim replay mutate legacy ", cmd_client },
 	{ "server", 2, " --record --attack --count ", " --record --attack ",
@@ -1667,6 +1805,9 @@ static const struct command *parse_args(int argc, char **argv)
 			opt.record = val;
 		} else if (!strcmp(o, "--bind-addr")) {
 			opt.bind_addr = val;
+		} else if (!strcmp(o, "--swap")) {
+			opt.swap = val;
+			ok = listed(c->attacks, val);
 		} else {	/* --attack */
 			opt.attack = val;
 			ok = listed(c->attacks, val);

@@ -130,13 +130,16 @@ fi
 second_done
 barrier lost-done
 
-# Its mirror: the client gives up waiting for ACCEPT (its handshake timeout,
-# 2 s) and resets; the server attaches to the client's buffer 4 s after the
-# PROPOSAL (server_attach_delay), late. A connection made from host b in
-# between, held open, must keep its buffer's control block: before the fix
-# host b had given it the first one's buffer, whose late attach wrote a stale
-# token over it, and that connection's close never reached its client, which
-# kept its buffer for ever. Both hosts end with every buffer free.
+# Its mirror: the server attaches to the client's buffer 4 s late
+# (server_attach_delay). Up to protocol version 5 that was after the PROPOSAL,
+# and the client gave up waiting for ACCEPT (its handshake timeout, 2 s) and
+# reset; from version 6 the server attaches only after the client's CONFIRM,
+# so the client runs over NTB meanwhile and its bytes wait in the server's
+# buffer. A connection made from host b in between, held open, must keep its
+# buffer's control block: before the fix host b had given it the first one's
+# buffer, whose late attach wrote a stale token over it, and that connection's
+# close never reached its client, which kept its buffer for ever. Both hosts
+# end with every buffer free.
 late=$((port + 1)) other=$((port + 2))
 port=$((port + 2))
 release=$SYNC/late-release
@@ -223,7 +226,7 @@ check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" m
 
 # Finding 7: host a's port is unbound while a server handshake holds a buffer
 # of it and has not yet written the client's control block through the
-# peer's window (server_attach_delay: 3 s after the PROPOSAL; both hosts'
+# peer's window (server_attach_delay: 3 s after the CONFIRM; both hosts'
 # handshakes wait 10 s for an answer meanwhile). The unbind unmaps that
 # window, and the link loss resets the connection (past its PROPOSAL a
 # handshake resets rather than fall back); when the server's handshake wakes

@@ -210,10 +210,15 @@ enum ntbsmc_attr {
  *	link is up)
  * @NTBSMC_DEV_RMB_FREE: u32, of those, bytes not in use
  * @NTBSMC_DEV_ORPHANS: u32, connections whose socket closed while their buffer
- *	waits for the peer to close its end (or for the link to go down)
+ *	waits for the peer, which attached to it, to close its end (or for the
+ *	link to go down)
  * @NTBSMC_DEV_DMA_DEV: string, the device of the DMA engine of
  *	@NTBSMC_DEV_DMA_CHAN (a PCI name for plx_dma, ioatdma)
  * @NTBSMC_DEV_DMA_CHOICE: u8, why that channel: enum ntbsmc_dma_choice
+ * @NTBSMC_DEV_HELD: u32, buffers closed after a handshake told the peer of
+ *	them and the peer never attached: held until it acknowledges or can no
+ *	longer attach (65 s at most). Not orphans: net.ntbsmc.max_orphans does not
+ *	count them
  */
 enum ntbsmc_dev_attr {
 	NTBSMC_DEV_UNSPEC,
@@ -236,6 +241,7 @@ enum ntbsmc_dev_attr {
 	NTBSMC_DEV_ORPHANS,
 	NTBSMC_DEV_DMA_DEV,
 	NTBSMC_DEV_DMA_CHOICE,
+	NTBSMC_DEV_HELD,
 
 	__NTBSMC_DEV_MAX
 };
