@@ -132,7 +132,9 @@ releasing() {
 # goes away and comes back while it does (the engine's later releases are quick).
 flap_hook() {
 	[ "$ROLE" = b ] || return 0
-	wait_for 60 "a channel's release halting its engine" releasing
+	# (under load the channel may come and go a few times first: the device
+	# waits a second after a failed one, and a stream may run on the CPU)
+	wait_for 240 "a channel's release halting its engine" releasing
 	echo "ntbsmc-test: flap" >/dev/kmsg
 	engine_defaults
 	port_unbind
@@ -201,8 +203,10 @@ for prof in $PROFILES; do
 		echo 250000 >"$SOFT_DMA/latency_us"
 		echo 8000000 >"$SOFT_DMA/stop_us"
 	fi
+	# (long enough to be under way whenever the release begins: the flap
+	# resets them)
 	STREAM_OPTS=--allow-reset STREAM_HOOK=flap_hook \
-		streams "$prof-flap" 4 $((64 * MB))
+		streams "$prof-flap" 4 $((1024 * MB))
 	[ "$ROLE" = b ] && engine_defaults
 	ulp_wait_active
 	streams "$prof-epoch" 4 $((16 * MB))
