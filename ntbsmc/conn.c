@@ -94,7 +94,7 @@ struct ntbsmc_conn *ntbsmc_conn_alloc(struct ntbsmc_dev *dev, struct sock *sk)
 	}
 	conn->rmb = dev->win + ntbsmc_rmb_off(conn->my_slot);
 	conn->rx_ctl = dev->win + ntbsmc_ctl_off(conn->my_slot);
-	ntbsmc_dma_conn_init(conn);
+	ntbsmc_tx_conn_init(conn);
 	ntbsmc_dma_attach(dev, sock_net(sk));
 	return conn;
 }
@@ -200,7 +200,7 @@ static void conn_free(struct rcu_head *rcu)
 {
 	struct ntbsmc_conn *conn = container_of(rcu, struct ntbsmc_conn, rcu);
 
-	ntbsmc_dma_conn_free(conn);
+	ntbsmc_tx_conn_free(conn);
 	ntbsmc_dev_put(conn->dev);
 	kfree(conn);
 }

@@ -500,8 +500,8 @@ void ntbsmc_conn_shutdown(struct ntbsmc_conn *conn, int how);
 void ntbsmc_conn_linger(struct ntbsmc_conn *conn, long timeout);
 void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod);
 void ntbsmc_txseg_done(struct ntbsmc_txseg *seg);
-void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn);
-void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn);
+void ntbsmc_tx_conn_init(struct ntbsmc_conn *conn);
+void ntbsmc_tx_conn_free(struct ntbsmc_conn *conn);
 
 /* ---- rx.c: the receive path: recvmsg, poll, queue sizes ---- */
 

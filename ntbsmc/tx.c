@@ -71,7 +71,7 @@ static unsigned int seg_retire_done_locked(struct ntbsmc_conn *conn);
 
 /*
  * Entries retired. A sender that may not wait found the ring full and left
- * with -EAGAIN (ntbsmc_dma_send()): it waits for EPOLLOUT, and only a free
+ * with -EAGAIN (tx_seg_send()): it waits for EPOLLOUT, and only a free
  * entry brings it. It set ring_eagain under conn->lock and looked at the ring
  * again there, so either it saw this entry free or this sees its flag.
  */
@@ -118,7 +118,7 @@ void ntbsmc_txseg_done(struct ntbsmc_txseg *seg)
 		if (!seg->error)
 			retired = seg_retire_done_locked(conn);
 		/*
-		 * The sender waits (ntbsmc_dma_wait()) for the ring to drain or for
+		 * The sender waits (tx_seg_wait()) for the ring to drain or for
 		 * an entry of a full one: waking it for every segment would cost
 		 * it a context switch per 64 KiB.
 		 */
@@ -297,7 +297,7 @@ static void seg_work(struct work_struct *work)
 	if (published)
 		ntbsmc_conn_notify_data(conn);
 	ntbsmc_conn_tx_idle(conn);
-	ntbsmc_conn_put(conn);		/* the ring's, from ntbsmc_dma_send() */
+	ntbsmc_conn_put(conn);		/* the ring's, from tx_seg_send() */
 	return;
 
 out:
@@ -318,7 +318,7 @@ out:
  * the ring's tail (drained) or makes one entry of a full ring free:
  * ntbsmc_txseg_done() wakes for nothing else.
  */
-static void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto)
+static void tx_seg_wait(struct ntbsmc_conn *conn, u32 upto)
 {
 	might_sleep();
 	WARN_ON_ONCE(upto != conn->seg_tail && upto != conn->seg_tail - NTBSMC_TX_SEGS + 1);
@@ -333,8 +333,8 @@ static void ntbsmc_dma_wait(struct ntbsmc_conn *conn, u32 upto)
  * -EAGAIN for a @nonblock sender that finds the ring full. Called with the
  * socket locked.
  */
-static int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc,
-			   bool nonblock)
+static int tx_seg_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool zc,
+		       bool nonblock)
 {
 	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1), len;
 	struct ntbsmc_txseg *seg;
@@ -369,7 +369,7 @@ static int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, 
 			if (full)
 				return -EAGAIN;
 		} else {
-			ntbsmc_dma_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
+			tx_seg_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
 		}
 	}
 
@@ -444,14 +444,14 @@ static int ntbsmc_dma_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, 
 	return len;
 }
 
-void ntbsmc_dma_conn_init(struct ntbsmc_conn *conn)
+void ntbsmc_tx_conn_init(struct ntbsmc_conn *conn)
 {
 	INIT_DELAYED_WORK(&conn->tx_work, seg_work);
 	init_waitqueue_head(&conn->tx_wq);
 }
 
 /* The connection is freed: its ring is empty (it held a reference otherwise). */
-void ntbsmc_dma_conn_free(struct ntbsmc_conn *conn)
+void ntbsmc_tx_conn_free(struct ntbsmc_conn *conn)
 {
 	kvfree(conn->segs);
 	if (conn->stage)
@@ -514,7 +514,7 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 	if (fault_in_iov_iter_readable(&msg->msg_iter, n) == n)
 		return -EFAULT;
 	if (conn->seg_head != conn->seg_tail)
-		ntbsmc_dma_wait(conn, conn->seg_tail);
+		tx_seg_wait(conn, conn->seg_tail);
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->tx_busy++;
 	spin_unlock_irqrestore(&conn->lock, flags);
@@ -593,7 +593,7 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		}
 		ntbsmc_conn_unwant(sk, conn, NTBSMC_F_WANT_SPACE);
 		if (path != NTBSMC_TX_CPU) {
-			rc = ntbsmc_dma_send(conn, msg, n, path == NTBSMC_TX_ZC, nonblock);
+			rc = tx_seg_send(conn, msg, n, path == NTBSMC_TX_ZC, nonblock);
 			if (rc < 0) {
 				err = rc;
 				break;
@@ -620,7 +620,7 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 	}
 	/* The engine may still be reading the caller's pages. */
 	if (zc_sent)
-		ntbsmc_dma_wait(conn, conn->seg_tail);
+		tx_seg_wait(conn, conn->seg_tail);
 	if (copied) {
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_TX_BYTES, copied);
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
