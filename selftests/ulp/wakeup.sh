@@ -27,7 +27,8 @@
 # must still wake, from the re-check (recheck_ms 200: within two periods, 400 ms;
 # a round fails if it woke later than 8 s, twenty times that; the sockets time
 # out after 20 s, where a writer never woken wakes anyway),
-# and every dropped doorbell is counted as a lost notification on its side.
+# and the re-check counts what it found as lost notifications on its side (at
+# least one a case).
 # A look by one thread wakes no other, so it must not hide what the re-check
 # owes the sleeper (conn.c, conn_recheck()).
 # One VM: the two programs pace each other through a FIFO.
@@ -147,8 +148,10 @@ lostbell_case() {
 		fired=$(cat $LB_FIRED 2>/dev/null || echo 0)
 		stats
 		lost=$(($(stat_of notify_lost) - lost0))
-		check "lostbell $mode: $lost lost notifications found for $fired dropped doorbells, want >= $fired" \
-			[ "$lost" -ge "$fired" ]
+		# (at least one: a round's waiter may also be woken by an event of
+		# the peer's that announces the same space or data by state)
+		check "lostbell $mode: $lost lost notifications found for $fired dropped doorbells, want >= 1" \
+			[ "$lost" -ge 1 ]
 	fi
 	inns sh -c "echo $recheck_default >$RECHECK"
 	barrier "lb-$mode-cleared"
