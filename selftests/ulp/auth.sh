@@ -26,7 +26,7 @@
 #   - The relay swaps the server's ACCEPT for a forged DECLINE and sends the
 #     server a forged CONFIRM (finding 3): the server's end does not run over
 #     NTB while the client's is TCP.
-#   - Both live connections: every byte, no wait for a byte over 5 s, no
+#   - Both live connections: every byte, no wait for a byte over 20 s, no
 #     reset, still streaming when the attacks ended; nothing aborted; an honest
 #     connection afterwards gets a buffer and runs over NTB.
 source "$REPO/selftests/lib.sh"
@@ -110,14 +110,17 @@ fi
 barrier atk-ready
 
 # The live connections: paced, so that they stream for minutes whatever the
-# attacks take; the relay records the handshake of the first.
-STREAM="--ulp --both --bytes 100663296 --write-size 32768 --pace-ms 60"
+# attacks take (32 KiB each 150 ms: about 460 s for 96 MiB; version 6's
+# attacks took 345 s in the two-VM boot beside the one-VM chain, longer than
+# the 184 s of a 60 ms pace); the relay records the handshake of the first.
+PACE=150
+STREAM="--ulp --both --bytes 100663296 --write-size 32768 --pace-ms $PACE"
 rec=$WORK/rec
 if [ "$ROLE" = a ]; then
 	mkdir -p "$rec"
-	inns "$XFER" server "$MY_IP" $live1 --ulp --pace-ms 60 >"$WORK/live1.json" &
+	inns "$XFER" server "$MY_IP" $live1 --ulp --pace-ms $PACE >"$WORK/live1.json" &
 	s1=$!
-	inns "$XFER" server "$MY_IP" $live2 --ulp --pace-ms 60 >"$WORK/live2.json" &
+	inns "$XFER" server "$MY_IP" $live2 --ulp --pace-ms $PACE >"$WORK/live2.json" &
 	s2=$!
 	atk "$FORGE" relay $LISTEN_IP $RAW_PORT "$MY_IP" $live1 --bind-addr $CLIENT_IP \
 		--bind-port $RAW_PORT --record "$rec" >"$WORK/relay.json" &
@@ -292,7 +295,9 @@ for l in live1:tcp live2:ntb; do
 	check "$l: outcome $(jfield "$out" outcome) mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
 		[ "$(jfield "$out" outcome)/$(jfield "$out" mode)/$(jfield "$out" intact)" = ok/$want/true ]
 	gap=$(jfield "$out" max_gap_ms)
-	check "$l: waited $gap ms for a byte" [ "${gap/missing/99999}" -lt 5000 ]
+	# (an attack that stalls a connection stalls it for good: 120 s before
+	# issue 28's fix; a loaded machine was seen to take 7 s between bytes)
+	check "$l: waited $gap ms for a byte, bound 20000" [ "${gap/missing/99999}" -lt 20000 ]
 done
 barrier done
 checked
