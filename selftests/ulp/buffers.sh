@@ -106,5 +106,5 @@ assert 16384 in sizes and len(sizes) >= 2, f'data went through buffers of {sizes
 print(f'# data intact through buffers of {sorted(sizes)} bytes')
 PY
 fi
-wait_for 60 "every buffer released" released
+wait_for $IDLE_WAIT "every buffer released" released
 checked

@@ -35,6 +35,10 @@ ulp_cleanup_faults() {
 }
 
 # ulp_idle: no receive buffer, orphan or connection of this host is left.
+# Wait for it IDLE_WAIT seconds: a client's buffer that a PROPOSAL named and
+# that no server attached to is held for NTBSMC_HOLD_MS (65 s) after its
+# socket closed, so any test that kills handshakes sees buffers that long.
+IDLE_WAIT=120
 ulp_idle() {
 	local dev
 	dev=$(cli -j dev show "$NTB")

@@ -150,6 +150,6 @@ fi
 barrier drain-done 300
 
 [ "$ROLE" = b ] && kill $echo_pid 2>/dev/null
-wait_for 60 "no buffer, orphan or connection left" ulp_idle
+wait_for $IDLE_WAIT "no buffer, orphan or connection left" ulp_idle
 log "idle: $(cli -j dev show "$NTB")"
 checked

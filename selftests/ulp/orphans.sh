@@ -119,6 +119,6 @@ fi
 barrier count-checked
 release count
 fault_clear
-wait_for 60 "no buffer, orphan or connection left" ulp_idle
+wait_for $IDLE_WAIT "no buffer, orphan or connection left" ulp_idle
 log "idle: $(cli -j dev show "$NTB")"
 checked

@@ -25,7 +25,7 @@
 #           unbound at a random moment, some connections in their handshake,
 #           and bound again: what completed is intact, then NTB again.
 #   unbinds host b keeps 100 handshakes in flight (closer flood) and unbinds
-#           its port at a random moment, STRESS_UNBINDS (6) times: handshakes
+#           its port at a random moment, STRESS_UNBINDS (2; make stress: 6) times: handshakes
 #           between their PROPOSAL and their attach while the window is
 #           unmapped (finding 7 of issue 18: on 5cdd1ae, 100 in flight and 20
 #           unbinds gave 13 oopses in ntbsmc_conn_attach() at 3 of them).
@@ -47,7 +47,7 @@ test_phases dma_setup cleanup "$@"
 
 CLOSER=$REPO/selftests/ulp/closer
 seed=${STRESS_SEED:-2026}
-rounds=${STRESS_ROUNDS:-8}
+rounds=${STRESS_ROUNDS:-$(tier 3 8)}
 pairs=3
 RANDOM=$seed
 port=7600
@@ -58,7 +58,7 @@ for i in $(seq $pairs); do
 	victims+=("$((RANDOM % 2)) 0.$((RANDOM % 10))")
 done
 unbind_when=0.$((1 + RANDOM % 9))
-unbinds=${STRESS_UNBINDS:-6}
+unbinds=${STRESS_UNBINDS:-$(tier 2 6)}
 unbinds_when=()
 for i in $(seq "$unbinds"); do
 	unbinds_when+=("$((1 + RANDOM % 3)).$((RANDOM % 10))")
@@ -80,7 +80,7 @@ idle() {
 
 # phase_end NAME: both hosts idle again, within a bound.
 phase_end() {
-	wait_for 60 "$1: no buffer, orphan, connection or pin left" idle
+	wait_for $IDLE_WAIT "$1: no buffer, orphan, connection or pin left" idle
 	log "$1: idle: $(cli -j dev show "$NTB")"
 	barrier "$1-idle"
 }
