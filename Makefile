@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make              modules (against KDIR) and userspace tools
-# make check        the test suite: guest kernel, QEMU topologies, kselftest TAP
+# make check        the test suite: guest kernel, QEMU topologies, kselftest TAP;
+#                   each behaviour once, within 45 minutes on a new machine
+# make stress       the same suite with the race-prone cases repeated (longer)
 # make sparse       sparse over the modules against KDIR (make check runs it)
 # make demo         the main job on the emulated fabric, on Debian's own kernel
 # make bench        figures on the non-debug guest kernel
@@ -65,6 +67,9 @@ sparse:
 check:
 	bash selftests/run_tests.sh
 
+stress:
+	NTBSMC_TIER=stress bash selftests/run_tests.sh
+
 demo:
 	bash selftests/vm/demo.sh
 
@@ -91,7 +96,7 @@ clean:
 	-$(MAKE) -C netlink-tool clean
 	-$(MAKE) -C selftests/ulp clean
 
-.PHONY: all modules tools headers-check sparse check demo bench install clean deb
+.PHONY: all modules tools headers-check sparse check stress demo bench install clean deb
 
 # Debian packages ntbsmc-dkms and ntbsmc-tools (debian/deps.sh installs the
 # tools), built from a copy of the tree, in build/deb/ with lintian's report.

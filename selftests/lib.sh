@@ -71,6 +71,16 @@ one_of() {
 }
 skip() { echo "# [$ROLE] SKIP: $*"; exit $KSFT_SKIP; }
 
+# tier CHECK STRESS: how many (rounds, streams, bytes) for this run's tier.
+# make check (NTBSMC_TIER=check) proves each behaviour once and fits its time
+# budget; make stress (NTBSMC_TIER=stress) repeats the race-prone cases as
+# often as the suite did before it had tiers. A count a test's verdict
+# depends on is derived from these, never fixed beside them.
+tier() {
+	if [ "${NTBSMC_TIER:-check}" = stress ]; then echo "$2"; else echo "$1"; fi
+}
+stress_tier() { [ "${NTBSMC_TIER:-check}" = stress ]; }
+
 # run CMD...: logs and runs a command, failing the test when it fails.
 run() {
 	log "+ $*"

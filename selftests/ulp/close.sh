@@ -9,7 +9,7 @@
 #   host b: closer client --how HOW  ---- NTB (cpu | staged DMA | zero-copy) --->
 #   host a: closer server (reads to EOF, checks each byte, counts NTB rounds)
 #
-# CLOSE_ROUNDS (default 8) rounds a case, CLOSE_ROUNDS_BIG (default a fifth of
+# CLOSE_ROUNDS (default 3, make stress 8) rounds a case, CLOSE_ROUNDS_BIG (default a fifth of
 # that) a 4 MiB case; every round must have run over NTB, and the client's
 # namespace counters must show the bytes went by the path named.
 source "$REPO/selftests/lib.sh"
@@ -24,7 +24,7 @@ cleanup() {
 test_phases dma_setup cleanup "$@"
 
 CLOSER=$REPO/selftests/ulp/closer
-R=${CLOSE_ROUNDS:-8}
+R=${CLOSE_ROUNDS:-$(tier 3 8)}
 RB=${CLOSE_ROUNDS_BIG:-$(((R + 4) / 5))}
 ulp_wait_active
 port=7100

@@ -25,7 +25,7 @@ test_phases ulp_setup ulp_cleanup_faults "$@"
 CLOSER=$REPO/selftests/ulp/closer
 need_faults
 ulp_wait_active
-flood=7300 honest=7301 n=40 rounds=4
+flood=7300 honest=7301 n=40 rounds=$(tier 2 4)
 hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
 if [ "$ROLE" = a ]; then
 	old_max=$(inns cat /proc/sys/net/ntbsmc/max_handshakes)

@@ -43,7 +43,7 @@ W=$REPO/selftests/ulp/wakeup
 FIFO=/tmp/ntbsmc-wakeup.fifo
 RECHECK=/proc/sys/net/ntbsmc/recheck_ms
 recheck_default=$(inns cat $RECHECK)
-ROUNDS=12
+ROUNDS=$(tier 6 12)
 port=6960
 
 # wakeup_case NAME RECHECK_MS: ROUNDS rounds on a fresh connection; sets $lost
@@ -103,7 +103,7 @@ wakeup_case unanswered 100
 		[ $lost -ge $((ROUNDS / 2)) ]
 
 LB=$REPO/selftests/ulp/lostbell
-LB_ROUNDS=4
+LB_ROUNDS=$(tier 3 4)
 LB_FIRED=/tmp/ntbsmc-lostbell.fired
 RMB=/proc/sys/net/ntbsmc/rmb_kb
 rmb_default=$(inns cat $RMB)

@@ -6,7 +6,7 @@
  *   xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]
  *                         [--seed S] [--allow-reset] [--hold FILE]
  *                         [--offset N] [--random-writes] [--munmap-ms MS]
- *                         [--fork-ms MS] [--pace-ms MS]
+ *                         [--fork-ms MS] [--pace-ms MS] [--pace-until FILE]
  *
  * The client sends --bytes of pseudo-random data (with --both the server sends as
  * much back at the same time). The data is a function of the seed, the direction
@@ -36,7 +36,8 @@
  * exits. The peer must still get the parent's bytes ("fork_during_send" says
  * whether the fork came before send() returned). --pace-ms sleeps MS milliseconds
  * after each write (on either side, for its own direction): a stream that lasts
- * while a test does something else beside it. A receiver reports the longest
+ * while a test does something else beside it; with --pace-until FILE it sends
+ * the rest at full speed once FILE exists (the test's work beside it is done). A receiver reports the longest
  * time it waited for a byte ("max_gap_ms"): a stall that ended is still seen.
  *
  * Sockets time out after 120 s, the client retries a refused connect for 30 s:
@@ -85,7 +86,7 @@
 
 static struct {
 	bool server, ulp, smc, both, allow_reset, random_writes;
-	const char *addr, *port, *seed, *hold;
+	const char *addr, *port, *seed, *hold, *pace_until;
 	uint64_t bytes, offset, munmap_ms, fork_ms, pace_ms;
 	size_t write_size;
 	unsigned long conns;
@@ -315,7 +316,7 @@ static void *send_stream(void *arg)
 	unsigned char *base = aligned_alloc(4096, (opt.offset + opt.write_size + 4095) & ~4095UL);
 	unsigned char *buf = base + opt.offset;
 	uint32_t r = 2463534242u;
-	uint64_t off;
+	uint64_t off, pace = opt.pace_ms;
 
 	if (!base)
 		die("malloc");
@@ -334,9 +335,10 @@ static void *send_stream(void *arg)
 		fill(s->seed, off, buf, n);
 		send_all(s->fd, buf, n, "send");
 		off += n;
-		if (opt.pace_ms)
-			nanosleep(&(struct timespec){ opt.pace_ms / 1000,
-						      opt.pace_ms % 1000 * 1000000 }, NULL);
+		if (pace && opt.pace_until && !access(opt.pace_until, F_OK))
+			pace = 0;
+		if (pace)
+			nanosleep(&(struct timespec){ pace / 1000, pace % 1000 * 1000000 }, NULL);
 	}
 	s->sent = off;
 	free(base);
@@ -577,7 +579,7 @@ static void __attribute__((noreturn)) usage(void)
 		"       xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]\n"
 		"                             [--seed S] [--allow-reset] [--hold FILE]\n"
 		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n"
-		"                             [--fork-ms MS] [--pace-ms MS]\n");
+		"                             [--fork-ms MS] [--pace-ms MS] [--pace-until FILE]\n");
 	exit(2);
 }
 
@@ -629,6 +631,9 @@ static void parse_args(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--seed") && strlen(val) < 20) {
 			opt.seed = val;
+			i++;
+		} else if (!strcmp(a, "--pace-until")) {
+			opt.pace_until = val;
 			i++;
 		} else if (!strcmp(a, "--hold")) {
 			opt.hold = val;
