@@ -192,6 +192,17 @@ static void dev_event_slot(struct ntbsmc_dev *dev, u32 slot)
 }
 
 /*
+ * The entry of our event ring at @cons if the peer posted it in this epoch
+ * (tagged with the epoch and its index), else false: not posted yet, or a
+ * stale or made-up value. Reads our own window only.
+ */
+static bool dev_ev_posted(struct ntbsmc_dev *dev, u32 epoch, u32 cons, u32 *e)
+{
+	*e = le32_to_cpu(READ_ONCE(win_hdr(dev)->ev[cons % NTBSMC_EV_RING]));
+	return *e >> NTBSMC_EV_SLOT_BITS == ntbsmc_ev_tag(epoch, cons);
+}
+
+/*
  * Drains our event ring; every value in it is the peer's and checked here. At
  * most one ring's worth of work per run, entries and then slots rescanned: a
  * peer that keeps posting, or keeps counting overflows, gets the rest in the
@@ -209,9 +220,8 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
 		return;
 	ntbsmc_stat_add(dev->net, NTBSMC_STAT_DB_RX, 1);
 	for (; budget; budget--) {
-		e = le32_to_cpu(READ_ONCE(h->ev[dev->ev_rx_cons % NTBSMC_EV_RING]));
-		if (e >> NTBSMC_EV_SLOT_BITS != ntbsmc_ev_tag(dev->epoch, dev->ev_rx_cons))
-			break;		/* not posted yet (or stale, or made up) */
+		if (!dev_ev_posted(dev, dev->epoch, dev->ev_rx_cons, &e))
+			break;
 		rmb();	/* the entry before the control block it names */
 		dev->ev_rx_cons++;
 		slot = e & (BIT(NTBSMC_EV_SLOT_BITS) - 1);
@@ -268,13 +278,11 @@ static void dev_ev_tasklet(struct tasklet_struct *t)
  */
 bool ntbsmc_dev_events_pending(struct ntbsmc_dev *dev)
 {
-	struct ntbsmc_win_hdr *h = win_hdr(dev);
-	u32 cons = READ_ONCE(dev->ev_rx_cons);
-	u32 e = le32_to_cpu(READ_ONCE(h->ev[cons % NTBSMC_EV_RING]));
+	u32 e;
 
 	RCU_LOCKDEP_WARN(!srcu_read_lock_held(&ntbsmc_srcu), "outside the SRCU section");
-	if (e >> NTBSMC_EV_SLOT_BITS != ntbsmc_ev_tag(READ_ONCE(dev->epoch), cons) &&
-	    le32_to_cpu(READ_ONCE(h->ev_overflow)) == READ_ONCE(dev->ev_rx_overflow))
+	if (!dev_ev_posted(dev, READ_ONCE(dev->epoch), READ_ONCE(dev->ev_rx_cons), &e) &&
+	    le32_to_cpu(READ_ONCE(win_hdr(dev)->ev_overflow)) == READ_ONCE(dev->ev_rx_overflow))
 		return false;
 	tasklet_schedule(&dev->ev_tasklet);
 	return true;

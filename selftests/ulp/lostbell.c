@@ -40,6 +40,7 @@
  * from the server's drain or send to the waiter's wake (ms, for the log; the
  * test asserts that every waiter woke, and counters, not times).
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -57,9 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef TCP_ULP
-#define TCP_ULP 31
-#endif
+#include "tool.h"
 
 #define EXTRA		4096	/* bytes beyond the server's buffer */
 #define DATA_LEN	512
@@ -73,36 +72,6 @@
  * writer never woken would wake anyway (and go on, finding the space).
  */
 #define WAKE_BOUND_MS	8000
-
-static void __attribute__((noreturn)) die(const char *what)
-{
-	fprintf(stderr, "lostbell: %s: %s\n", what, errno ? strerror(errno) : "unexpected");
-	exit(1);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int ulp_socket(void)
-{
-	struct timeval tv = { .tv_sec = TIMEOUT_S };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-	if (fd < 0)
-		die("socket");
-	if (setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", sizeof("ntbsmc")))
-		die("TCP_ULP ntbsmc");
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
-		die("socket options");
-	return fd;
-}
 
 static unsigned char pattern(size_t i)
 {
@@ -216,7 +185,7 @@ static void server(const struct sockaddr_in *a, long rounds, int fifo, int back,
 {
 	char dir[512];
 	long r;
-	int lfd = ulp_socket();
+	int lfd = ulp_socket(TIMEOUT_S);
 
 	snprintf(dir, sizeof(dir), "%s/notify_drop", faults);
 	if (bind(lfd, (const struct sockaddr *)a, sizeof(*a)) || listen(lfd, 1))
@@ -350,7 +319,7 @@ static double client_round(const struct sockaddr_in *a, int fifo, int back, cons
 	int one_sig;
 
 	c.look = mode + (space ? 6 : 5);
-	c.fd = ulp_socket();
+	c.fd = ulp_socket(TIMEOUT_S);
 	if (connect(c.fd, (const struct sockaddr *)a, sizeof(*a)))
 		die("connect");
 	if (send(c.fd, space ? "s" : "d", 1, MSG_NOSIGNAL) != 1)

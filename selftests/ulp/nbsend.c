@@ -36,59 +36,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tool.h"
+
 #include "names.h"
 
-#ifndef TCP_ULP
-#define TCP_ULP 31
-#endif
-
 #define IO_TIMEOUT_S	120
-
-static void __attribute__((noreturn)) die(const char *what)
-{
-	fprintf(stderr, "nbsend: %s: %s\n", what, errno ? strerror(errno) : "unexpected");
-	exit(1);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* The byte at stream offset @off. */
 static uint8_t pattern(uint64_t off)
 {
 	return (uint8_t)(off * 131 + (off >> 9) + 7);
-}
-
-static int ulp_socket(void)
-{
-	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-	if (fd < 0)
-		die("socket");
-	if (setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", sizeof("ntbsmc")))
-		die("TCP_ULP ntbsmc");
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
-		die("socket options");
-	return fd;
-}
-
-static struct sockaddr_in addr_of(const char *ip, const char *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(port)) };
-
-	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
-		errno = EINVAL;
-		die(ip);
-	}
-	return a;
 }
 
 static void print_info(int fd)
@@ -110,7 +67,7 @@ static int server(struct sockaddr_in *a, const char *hold)
 {
 	static uint8_t buf[65536];
 	uint64_t got = 0, bad = UINT64_MAX;
-	int lfd = ulp_socket(), fd, waited;
+	int lfd = ulp_socket(IO_TIMEOUT_S), fd, waited;
 	struct stat st;
 	ssize_t n, i;
 
@@ -152,7 +109,7 @@ static int client(struct sockaddr_in *a, size_t wsize, uint64_t max, int out_ms)
 	double worst = 0, t0, dt, waited = -1;
 	ssize_t n, after = -1;
 	bool eagain = false;
-	int fd = ulp_socket(), ep;
+	int fd = ulp_socket(IO_TIMEOUT_S), ep;
 	uint8_t *buf;
 	size_t i;
 

@@ -17,6 +17,7 @@
  * Prints one JSON line: rounds, bytes checked, the longest wait for 'c' (ms,
  * for the log; the test asserts counters, not times).
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,49 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef TCP_ULP
-#define TCP_ULP 31
-#endif
-
-static void __attribute__((noreturn)) die(const char *what)
-{
-	fprintf(stderr, "wakeup: %s: %s\n", what, errno ? strerror(errno) : "unexpected");
-	exit(1);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int ulp_socket(void)
-{
-	struct timeval tv = { .tv_sec = 30 };	/* a lost wakeup fails, never hangs */
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	if (fd < 0)
-		die("socket");
-	if (setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", sizeof("ntbsmc")))
-		die("TCP_ULP ntbsmc");
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
-		die("timeouts");
-	return fd;
-}
-
-static struct sockaddr_in addr_of(const char *ip, const char *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(port)) };
-
-	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
-		errno = EINVAL;
-		die(ip);
-	}
-	return a;
-}
+#include "tool.h"
 
 /* Reads exactly one byte and checks it. */
 static void read_byte(int fd, char want, const char *what)
@@ -110,7 +69,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in a;
 	long rounds, r;
 	double worst = 0;
-	int fd, fifo, one = 1;
+	int fd, fifo;
 	bool reader;
 
 	if (argc < 6 || (strcmp(argv[1], "writer") && strcmp(argv[1], "reader")) ||
@@ -122,8 +81,7 @@ int main(int argc, char **argv)
 	reader = !strcmp(argv[1], "reader");
 	a = addr_of(argv[2], argv[3]);
 	rounds = atol(argv[4]);
-	fd = ulp_socket();
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	fd = ulp_socket(30);	/* a lost wakeup fails, never hangs */
 	if (reader) {
 		struct sockaddr_in src = { .sin_family = AF_INET,
 					   .sin_port = htons(atoi(argv[6])) };
