@@ -356,6 +356,13 @@ static int clc_send_mac(struct clc_io *io, struct clc_transcript *t, void *msg, 
 {
 	clc_hdr(msg, type, clc_len(type));
 	clc_mac(key, t, label, mac_off, (u8 *)t + mac_off);
+	if ((type == NTBSMC_CLC_ACCEPT &&
+	     ntbsmc_fault(NTBSMC_FAULT_WIRE_DECLINE_ACCEPT, io->sk)) ||
+	    (type == NTBSMC_CLC_CONFIRM &&
+	     ntbsmc_fault(NTBSMC_FAULT_WIRE_DECLINE_CONFIRM, io->sk))) {
+		clc_decline(io, NTBSMC_REASON_NO_BUFFER);	/* what a relay sends on */
+		return 0;
+	}
 	return clc_send(io, msg, type);
 }
 

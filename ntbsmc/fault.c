@@ -44,6 +44,8 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_WANT_LATE]		= "want_late",
 	[NTBSMC_FAULT_ANSWER_DROP]		= "answer_drop",
 	[NTBSMC_FAULT_ABORT_REPORT_DELAY]	= "abort_report_delay",
+	[NTBSMC_FAULT_WIRE_DECLINE_ACCEPT]	= "wire_decline_accept",
+	[NTBSMC_FAULT_WIRE_DECLINE_CONFIRM]	= "wire_decline_confirm",
 };
 
 /*

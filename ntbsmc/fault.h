@@ -52,6 +52,13 @@ enum ntbsmc_fault_point {
 	 * context only: the link going down, a timer's reset); local port only
 	 */
 	NTBSMC_FAULT_ABORT_REPORT_DELAY,
+	/*
+	 * A relay on the path that keeps both ends' addresses: the ACCEPT (or
+	 * the CONFIRM) this end sends reaches the peer as a DECLINE without a
+	 * MAC (reason no_buffer), and this end goes on as if it had been sent
+	 */
+	NTBSMC_FAULT_WIRE_DECLINE_ACCEPT,
+	NTBSMC_FAULT_WIRE_DECLINE_CONFIRM,
 	NTBSMC_FAULT_NR
 };
 

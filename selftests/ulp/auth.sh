@@ -28,6 +28,8 @@
 #   - The relay swaps the server's ACCEPT for a forged DECLINE and sends the
 #     server a forged CONFIRM (finding 3): the server's end does not run over
 #     NTB while the client's is TCP.
+#   - The same two swaps by a relay that keeps both ends' addresses
+#     (fault points wire_decline_*): nothing freed that the peer may write.
 #   - Both live connections: every byte, no wait for a byte over 20 s, no
 #     reset, still streaming when the attacks ended; nothing aborted; an honest
 #     connection afterwards gets a buffer and runs over NTB.
@@ -276,6 +278,57 @@ stats
 check "connections over NTB during the attacks: $(($(stat_of conn_ntb) - ntb0))" \
 	[ "$(stat_of conn_ntb)" = "$ntb0" ]
 check "connections aborted: $(($(stat_of aborts) - aborts0))" [ "$(stat_of aborts)" = "$aborts0" ]
+
+# Finding 3 with both ends' addresses kept (a relay on the path, which the
+# proofs cannot tell from the ends): fault points wire_decline_accept and
+# _confirm turn the server's ACCEPT, then the client's CONFIRM, into a
+# DECLINE without a MAC (reason no_buffer) on the wire, the sender going on
+# as if it had sent it.
+#   accept: the client falls back (peer_reason no_buffer) and holds nothing;
+#           the server, never CONFIRMed, resets and holds its buffer.
+#   confirm: the client attached and runs over NTB; the server does not
+#           believe the DECLINE, resets, holds its buffer and never attaches;
+#           the client ends with an error, never a clean end of its stream.
+# (A held buffer is held for 65 s: the two cases take seconds.)
+reset_not_ntb() { [ "$(jfield "$1" outcome)" = reset ] && [ "$(jfield "$1" mode)" != ntb ]; }
+wire_case() {
+	local kind=$1 port=$2 who=$3 out srv held0
+	held0=$(dev_field held)
+	if [ "$ROLE" = a ]; then
+		inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >"$WORK/wire-$kind.json" &
+		srv=$!
+		wait_for 90 "wire $kind server" pid_listening $srv $port
+	fi
+	[ "$ROLE" = "$who" ] && fault_set wire_decline_$kind 1 0 $port
+	barrier "wire-$kind-listening"
+	if [ "$ROLE" = b ]; then
+		inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 4194304 \
+			>"$WORK/wire-$kind.json"
+		out=$(tail -1 "$WORK/wire-$kind.json")
+		log "wire $kind, client: $out"
+		if [ $kind = accept ]; then
+			check "wire accept: client $(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" peer_reason), want tcp/declined/no_buffer" \
+				[ "$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" peer_reason)" = tcp/declined/no_buffer ]
+			check "wire accept: the client holds $(dev_field held) buffers, want $held0" \
+				[ "$(dev_field held)" = "$held0" ]
+		else
+			check "wire confirm: client outcome $(jfield "$out" outcome) mode $(jfield "$out" mode) early_eof $(jfield "$out" early_eof), want reset over ntb" \
+				[ "$(jfield "$out" outcome)/$(jfield "$out" mode)/$(jfield "$out" early_eof)" = reset/ntb/missing ]
+		fi
+	else
+		wait $srv
+		out=$(tail -1 "$WORK/wire-$kind.json")
+		log "wire $kind, server: $out"
+		check "wire $kind: the server's end ran over $(jfield "$out" mode), outcome $(jfield "$out" outcome), want a reset" \
+			reset_not_ntb "$out"
+		check "wire $kind: the server holds $(dev_field held) buffers, want $((held0 + 1))" \
+			[ "$(dev_field held)" -ge $((held0 + 1)) ]
+	fi
+	fault_clear wire_decline_$kind
+	barrier "wire-$kind-done"
+}
+wire_case accept 6207 a
+wire_case confirm 6208 b
 
 # An honest connection afterwards gets a buffer and runs over NTB.
 if [ "$ROLE" = a ]; then

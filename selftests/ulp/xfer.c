@@ -19,11 +19,12 @@
  * with the connection's mode and fallback reason (getsockopt NTBSMC_INFO;
  * "reason": "no_ulp" where the socket has no ntbsmc ULP), the bytes that crossed
  * NTB, the ports and the time; the client's also says how long its connect()
- * took ("connect_ms": with ntbsmc, the handshake's time too). Exit status 1 when any byte was wrong or an error
- * ended a connection; with --allow-reset a reset or timeout of the connection is
- * an outcome ("outcome": "reset"), not a failure; a reader that read EOF before
- * the stream's end says where ("early_eof": bytes), whatever came next, for the
- * test to judge (after link loss, a truncation). --hold FILE keeps the connection
+ * took ("connect_ms": with ntbsmc, the handshake's time too). Exit status 1
+ * when any byte was wrong or an error ended a connection; with --allow-reset a
+ * reset or timeout of the connection is an outcome ("outcome": "reset", with
+ * the connection's mode and reasons), not a failure; a reader that read EOF
+ * before the stream's end says where ("early_eof": bytes), whatever came next,
+ * for the test to judge (after link loss, a truncation). --hold FILE keeps the connection
  * open after its exchange, with the JSON line already printed, until FILE exists.
  *
  * The sender writes from a buffer N (--offset) bytes past a page boundary, in
@@ -128,6 +129,9 @@ static pthread_mutex_t end_lock = PTHREAD_MUTEX_INITIALIZER;
  * have taken for success, had it not known the length.
  */
 static volatile uint64_t eof_at = UINT64_MAX;
+static int cur_fd = -1;		/* the connection's socket, for conn_error()'s info */
+
+static void print_info(int fd);
 
 static void __attribute__((noreturn)) conn_error(const char *what, int err)
 {
@@ -140,6 +144,10 @@ static void __attribute__((noreturn)) conn_error(const char *what, int err)
 	       reset ? "reset" : "error", strerrorname_np(err) ?: "?", what, secs);
 	if (eof_at != UINT64_MAX)
 		printf(", \"early_eof\": %" PRIu64, eof_at);
+	if (cur_fd >= 0) {
+		printf(", ");
+		print_info(cur_fd);
+	}
 	printf("}\n");
 	fflush(stdout);
 	_exit(opt.allow_reset && reset ? 0 : 1);
@@ -679,9 +687,11 @@ int main(int argc, char **argv)
 			if (fd < 0)
 				conn_error("accept", errno);
 			connected_at = now();
+			cur_fd = fd;
 			ok &= session(fd, "");
 			close(fd);
 			connected_at = 0;
+			cur_fd = -1;
 		}
 		close(lfd);
 	} else {
@@ -708,10 +718,12 @@ int main(int argc, char **argv)
 				usleep(100000);
 			}
 			connected_at = now();
+			cur_fd = fd;
 			snprintf(seed, sizeof(seed), "%s%lu", opt.seed, i);
 			ok &= session(fd, seed);
 			close(fd);
 			connected_at = 0;
+			cur_fd = -1;
 		}
 	}
 	freeaddrinfo(ai);
