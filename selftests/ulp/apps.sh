@@ -60,7 +60,7 @@ ncat_case() {
 			inns "$RUNNER" ncat -l "$MY_IP" $port --recv-only >"$WORK/$name.out" &
 		fi
 		pid=$!
-		wait_for 60 "ncat listening" pid_listening $pid $port
+		wait_for 180 "ncat listening" pid_listening $pid $port
 		barrier "$name-listening"
 		wait $pid || check "$name: ncat server exited $?" false
 	else
@@ -91,7 +91,7 @@ serve() {
 	shift
 	inns "$RUNNER" "$@" >"$WORK/$name.log" 2>&1 &
 	pid=$!
-	wait_for 90 "$1 listening" pid_listening $pid $port
+	wait_for 180 "$1 listening" pid_listening $pid $port
 	barrier "$name-listening"
 	barrier "$name-done"
 	kill $pid
@@ -108,7 +108,7 @@ iperf3_case() {
 	if [ "$ROLE" = a ]; then
 		inns "$RUNNER" iperf3 -s -1 -B "$MY_IP" -p $port >"$WORK/$1.log" 2>&1 &
 		pid=$!
-		wait_for 60 "iperf3 listening" pid_listening $pid $port
+		wait_for 180 "iperf3 listening" pid_listening $pid $port
 		barrier "$1-listening"
 		wait $pid || check "iperf3 server exited $?: $(tail -3 "$WORK/$1.log")" false
 		moved "$1" rx "$rx" 1
