@@ -73,11 +73,14 @@ TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
 	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh
 	    plx/kunit.sh plx/link_loss.sh plx/alut.sh)
 # make check (NTBSMC_TIER=check) runs the other tests, which both topologies
-# could run, in one of them: the two VMs, where a test costs a third of the
-# one VM's time (each host has the CPUs of its own guest), unless the one VM's
-# chain is the shorter. make stress runs them in both, as above.
+# could run, in one of them: mostly the two VMs, where the data path runs
+# between a 6.1 and a 6.12 host on ntb_hw_plx and a test costs less than in
+# the one VM (each host has the CPUs of its own guest); socket semantics and
+# fallback in the one VM. make stress runs them in both, as above.
 if [ "${NTBSMC_TIER:-check}" != stress ]; then
-	TWOVM_ONLY+=(ulp/servers.sh ulp/budget.sh ulp/evloop.sh ulp/lstop.sh ulp/auth.sh)
+	TWOVM_ONLY+=(ulp/basic.sh ulp/servers.sh ulp/budget.sh ulp/evloop.sh ulp/lstop.sh
+		     ulp/auth.sh)
+	ONEVM_ONLY+=(ulp/sockets.sh ulp/fallback.sh)
 fi
 # For development: NTBSMC_TESTS="fabric/link.sh" NTBSMC_BOOTS="onevm-default" make check
 if [ -n "${NTBSMC_TESTS:-}" ]; then
