@@ -51,8 +51,25 @@ static void conn_orphan_reset(struct ntbsmc_conn *conn, const char *why)
 }
 
 /*
+ * When a held connection's timer next looks: at the end of the hold, and every
+ * second before it (or orphan_timeout_ms if shorter), as a peer that attached
+ * late says so only in our slot (its DETACHED, which would wake us, may never
+ * come). A look reads our own memory: nothing crosses the link.
+ */
+#define CONN_HOLD_LOOK_MS	1000
+
+static unsigned long conn_hold_next(struct ntbsmc_conn *conn)
+{
+	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->orphan_timeout_ms);
+	unsigned long end = conn->closed_at + msecs_to_jiffies(NTBSMC_HOLD_MS);
+
+	return min(end, jiffies + msecs_to_jiffies(min(ms, CONN_HOLD_LOOK_MS)));
+}
+
+/*
  * A held slot (the peer was told it and never attached): the peer had all the
- * time a handshake may take to attach to it. An orphan (an established
+ * time a handshake may take to attach to it; one it attached to meanwhile is an
+ * orphan from then on (conn_held_attached_locked()). An orphan (an established
  * connection the peer attached to): closed, and the peer did not let go in
  * orphan_timeout_ms.
  */
@@ -60,13 +77,24 @@ static void conn_hold_expired(struct timer_list *t)
 {
 	struct ntbsmc_conn *conn = from_timer(conn, t, hold_timer);
 
-	if (!conn->held) {
-		if (!test_bit(0, &conn->released))
-			conn_orphan_reset(conn, "orphan timeout");
-	} else {
-		WRITE_ONCE(conn->hold_expired, true);
-		conn_maybe_release(conn);
+	if (test_bit(0, &conn->released))
+		goto out;
+	if (!READ_ONCE(conn->held)) {
+		conn_orphan_reset(conn, "orphan timeout");
+		goto out;
 	}
+	ntbsmc_conn_update(conn);	/* the peer's late attach */
+	if (!READ_ONCE(conn->held))
+		goto out;
+	if (time_before(jiffies, conn->closed_at + msecs_to_jiffies(NTBSMC_HOLD_MS))) {
+		refcount_inc(&conn->ref);	/* the timer's, as below */
+		if (mod_timer(&conn->hold_timer, conn_hold_next(conn)))
+			ntbsmc_conn_put(conn);	/* armed meanwhile, with its own */
+		goto out;
+	}
+	WRITE_ONCE(conn->hold_expired, true);
+	conn_maybe_release(conn);
+out:
 	ntbsmc_conn_put(conn);	/* taken when the timer was armed */
 }
 
@@ -289,14 +317,18 @@ static bool conn_peer_may_write(struct ntbsmc_conn *conn)
  */
 static void conn_maybe_release(struct ntbsmc_conn *conn)
 {
+	unsigned long flags;
+
 	if (!READ_ONCE(conn->closed) || conn_peer_may_write(conn))
 		return;
 	if (test_and_set_bit(0, &conn->released))
 		return;
 	if (timer_delete(&conn->hold_timer))
 		ntbsmc_conn_put(conn);	/* the timer's: it will not run */
-	/* ntbsmc_conn_release()'s */
+	/* ntbsmc_conn_release()'s; @held may change under the lock until released */
+	spin_lock_irqsave(&conn->lock, flags);
 	atomic_dec(conn->held ? &conn->dev->held : &conn->dev->orphans);
+	spin_unlock_irqrestore(&conn->lock, flags);
 	atomic64_add(conn->tx_bytes, &conn->dev->lgr_tx_bytes);
 	atomic64_add(conn->rx_bytes, &conn->dev->lgr_rx_bytes);
 	ntbsmc_dev_slot_put(conn->dev, conn);
@@ -481,18 +513,55 @@ static int conn_read_peer(struct ntbsmc_conn *conn)
 	return conn_answer_want(conn, flags, seq);
 }
 
+/*
+ * A closed, held connection the peer attached to after all (the client wrote and
+ * closed before the server's attach came): it is an orphan from now on, as if
+ * the peer had attached before the close, with an orphan's bounds; the hold
+ * timer, which never ends a wait for a peer that attached, would leave it for as
+ * long as the peer keeps its end. Caller holds conn->lock and a reference.
+ * Returns whether it waits as an orphan (counted against max_orphans).
+ */
+static bool conn_held_attached_locked(struct ntbsmc_conn *conn)
+{
+	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->orphan_timeout_ms);
+
+	lockdep_assert_held(&conn->lock);
+	/* (conn_maybe_release() reads @held under the lock too) */
+	if (!conn->closed || !conn->held || test_bit(0, &conn->released))
+		return false;
+	WRITE_ONCE(conn->held, false);
+	atomic_inc(&conn->dev->orphans);
+	atomic_dec(&conn->dev->held);
+	if (!conn->established || (conn->my_flags & NTBSMC_F_ABORT)) {
+		/* reset: it waits for the peer's acknowledgement, as an orphan's */
+		if (timer_delete(&conn->hold_timer))
+			ntbsmc_conn_put(conn);	/* the timer's: not the last */
+		return false;
+	}
+	/* orphan_timeout_ms from the close, as if it had been an orphan then */
+	refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
+	if (mod_timer(&conn->hold_timer, conn->closed_at + msecs_to_jiffies(ms)))
+		ntbsmc_conn_put(conn);	/* it was pending with its own */
+	return true;
+}
+
 /* Refreshes the peer's view; aborts the connection on a bad value. */
 int ntbsmc_conn_update(struct ntbsmc_conn *conn)
 {
+	struct ntbsmc_net *nn = ntbsmc_net(conn->dev->net);
+	bool tell = false, orphan = false, attached;
 	unsigned long flags;
-	bool tell = false;
 	int rc = 0, idx;
 
 	spin_lock_irqsave(&conn->lock, flags);
 	idx = srcu_read_lock(&ntbsmc_srcu);
 	/* Even after an abort: the peer's acknowledgement frees the slot. */
-	if (READ_ONCE(conn->exposed) && conn_link_alive(conn))
+	if (READ_ONCE(conn->exposed) && conn_link_alive(conn)) {
+		attached = conn->peer_attached;
 		rc = conn_read_peer(conn);
+		if (!attached && conn->peer_attached)
+			orphan = conn_held_attached_locked(conn);
+	}
 	if (rc > 0) {
 		tell = true;
 		rc = 0;
@@ -505,6 +574,8 @@ int ntbsmc_conn_update(struct ntbsmc_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (tell)
 		ntbsmc_dev_post_event(conn->dev, conn);
+	if (orphan && atomic_read(&conn->dev->orphans) > READ_ONCE(nn->max_orphans))
+		conn_orphan_reset(conn, "too many orphans");
 	if (rc == -EPROTO) {
 		ntbsmc_conn_abort(conn, "invalid cursor or flags from the peer");
 		rc = -ECONNRESET;	/* what the application sees, as from TCP */
@@ -984,10 +1055,11 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	 * attach that long at most. A closed connection the peer attached to is
 	 * an orphan for orphan_timeout_ms, then it resets.
 	 */
-	conn->held = READ_ONCE(conn->exposed) && !READ_ONCE(conn->peer_attached);
+	WRITE_ONCE(conn->held, READ_ONCE(conn->exposed) && !READ_ONCE(conn->peer_attached));
+	conn->closed_at = jiffies;
 	if (conn->held) {
 		refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
-		mod_timer(&conn->hold_timer, jiffies + msecs_to_jiffies(NTBSMC_HOLD_MS));
+		mod_timer(&conn->hold_timer, conn_hold_next(conn));
 	} else if (conn->established && !abort) {
 		refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
 		mod_timer(&conn->hold_timer, jiffies +

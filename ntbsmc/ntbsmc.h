@@ -325,9 +325,13 @@ struct ntbsmc_conn {
 	 * (or its CLOSED, or ABORT) at most orphan_timeout_ms: then the timer
 	 * resets it, as TCP's FIN-WAIT-2 timer ends an orphan, and the slot is
 	 * freed when the peer acknowledges the ABORT or the link epoch ends.
+	 * A held connection the peer attaches to late becomes an orphan then
+	 * (conn_held_attached_locked(); the hold timer looks for that every
+	 * orphan_timeout_ms). @held changes under conn->lock only.
 	 */
 	bool held;
 	bool hold_expired;
+	unsigned long closed_at;	/* jiffies of ntbsmc_conn_release() */
 	struct timer_list hold_timer;
 	bool rd_shut;		/* shutdown(SHUT_RD): reads end at what arrived */
 	u64 tx_bytes, rx_bytes;
