@@ -38,6 +38,7 @@ static const struct nla_policy stats_policy[NTBSMC_STATS_MAX + 1] = {
 	[NTBSMC_STATS_LINK_WRITE_BYTES]	= { .type = NLA_U64 },
 	[NTBSMC_STATS_LINK_READS]	= { .type = NLA_U64 },
 	[NTBSMC_STATS_IRQ]		= { .type = NLA_U64 },
+	[NTBSMC_STATS_NO_MIRROR]	= { .type = NLA_U64 },
 };
 
 static const struct nla_policy reason_policy[REASON_ATTR_MAX + 1] = {
@@ -60,6 +61,8 @@ static const struct {
 	  "declined: max_handshakes" },
 	{ NTBSMC_STATS_ABORT, "aborts", "Connections", "reset (aborted)" },
 	{ NTBSMC_STATS_ORPHAN_RESET, "orphan_resets", "Connections", "orphans reset" },
+	{ NTBSMC_STATS_NO_MIRROR, "no_mirror", "Connections",
+	  "version 7 without a copy to switch from" },
 	{ NTBSMC_STATS_TX_BYTES, "tx_bytes", "Bytes", "sent over NTB" },
 	{ NTBSMC_STATS_RX_BYTES, "rx_bytes", "Bytes", "received over NTB" },
 	{ NTBSMC_STATS_CPU_BYTES, "cpu_bytes", "Bytes", "copied by the CPU" },

@@ -366,6 +366,37 @@ static int clc_send_mac(struct clc_io *io, struct clc_transcript *t, void *msg, 
 	return clc_send(io, msg, type);
 }
 
+#define CLC_SWITCH_KEYS_LEN	(offsetof(struct clc_transcript, fin) + \
+				 sizeof(struct ntbsmc_clc_confirm))
+
+/*
+ * Version 7: the connection's SWITCH keys (wire.h), from the transcript up to
+ * the CONFIRM checked, before the connection is established. Ours comes from
+ * the key of our handshake MACs, the peer's from the key of its.
+ */
+static void clc_switch_keys(struct ntbsmc_conn *conn, struct clc_transcript *t,
+			    const struct ntbsmc_link_keys *keys, u8 version)
+{
+	conn->version = version;
+	if (version < NTBSMC_CLC_VERSION_SWITCH)
+		return;
+	clc_mac(keys->peer, t, NTBSMC_KEY_LABEL_SWITCH0, CLC_SWITCH_KEYS_LEN,
+		conn->sw_key_tx);
+	clc_mac(keys->peer, t, NTBSMC_KEY_LABEL_SWITCH1, CLC_SWITCH_KEYS_LEN,
+		conn->sw_key_tx + NTBSMC_MAC_LEN);
+	clc_mac(keys->mine, t, NTBSMC_KEY_LABEL_SWITCH0, CLC_SWITCH_KEYS_LEN,
+		conn->sw_key_rx);
+	clc_mac(keys->mine, t, NTBSMC_KEY_LABEL_SWITCH1, CLC_SWITCH_KEYS_LEN,
+		conn->sw_key_rx + NTBSMC_MAC_LEN);
+}
+
+/* The highest version this namespace offers (sysctl switch). */
+static u8 clc_version_max(struct net *net)
+{
+	return READ_ONCE(ntbsmc_net(net)->switch_on) ? NTBSMC_CLC_VERSION :
+						       NTBSMC_CLC_VERSION_MIN;
+}
+
 /* No usable link to @peer_sysid: why, as a reason. */
 static int no_link_reason(struct net *net, const u8 *peer_sysid)
 {
@@ -413,6 +444,7 @@ static int clc_finish(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, int rc)
 		ntbsmc_fault_delay(NTBSMC_FAULT_HS_FAIL_DELAY, ctx->sk);
 		return rc;
 	}
+	ntbsmc_tx_mirror_init(conn);
 	ntbsmc_conn_established(conn);
 	dead = ntbsmc_sock_set_conn(ctx, conn);
 	if (dead)
@@ -517,6 +549,8 @@ static int client_confirm(struct ntbsmc_sock *ctx, struct clc_io *io,
 	ntbsmc_conn_expose(conn, true);
 	rc = clc_send_mac(io, t, &t->fin.conf, NTBSMC_CLC_CONFIRM, keys->peer,
 			  NTBSMC_MAC_LABEL_CONFIRM, CLC_MAC_CONFIRM);
+	if (!rc)
+		clc_switch_keys(conn, t, keys, t->prop.version);
 	return clc_finish(ctx, conn, rc);
 }
 
@@ -529,6 +563,7 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	struct ntbsmc_clc_proposal *prop = &t.prop;
 	struct ntbsmc_dev *dev;
 	struct clc_io io;
+	u8 version;
 	int rc;
 
 	if (!tcp_sk(ctx->sk)->syn_smc)
@@ -544,7 +579,7 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 		return NTBSMC_REASON_TIMEOUT;
 	}
 	smc_decline(&t.hello, NTBSMC_HELLO_ID);
-	t.hello.reserved[0] = NTBSMC_CLC_VERSION;
+	t.hello.reserved[0] = clc_version_max(net);
 	rc = io_send(&io, &t.hello, sizeof(t.hello));
 	if (rc)
 		return rc;
@@ -555,7 +590,9 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 	/* A server older than the proof: it would believe anyone. */
 	if (t.chal.hdr.type == NTBSMC_CLC_HELLO_ACK)
 		return clc_decline(&io, NTBSMC_REASON_AUTH);
-	if (t.chal.version_min > NTBSMC_CLC_VERSION || t.chal.version_max < NTBSMC_CLC_VERSION)
+	/* the highest version both speak */
+	version = min(t.hello.reserved[0], t.chal.version_max);
+	if (version < t.chal.version_min || version < NTBSMC_CLC_VERSION_MIN)
 		return clc_decline(&io, NTBSMC_REASON_VERSION);
 
 	/* The server is ntbsmc: from here on a timeout resets, it never falls back. */
@@ -570,7 +607,7 @@ int ntbsmc_clc_client(struct ntbsmc_sock *ctx)
 
 	/* Our proof, and nothing allocated: the server has proved nothing yet. */
 	clc_tcp_id(ctx->sk, true, &t.id);
-	prop->version = NTBSMC_CLC_VERSION;
+	prop->version = version;
 	memcpy(prop->sysid, nn->sysid, NTBSMC_ID_LEN);
 	memcpy(prop->fabric_id, dev->fabric_id, NTBSMC_ID_LEN);
 	get_random_bytes(prop->nonce, sizeof(prop->nonce));
@@ -730,6 +767,7 @@ static int server_confirm(struct ntbsmc_sock *ctx, struct clc_io *io,
 		return clc_finish(ctx, conn, -EPROTO);
 	/* the client attached to ours before it sent the CONFIRM */
 	ntbsmc_conn_peer_attached(conn);
+	clc_switch_keys(conn, t, keys, t->prop.version);
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ATTACH_DELAY, ctx->sk);
 	/*
 	 * The client runs over NTB now: a buffer we cannot attach to resets
@@ -786,11 +824,11 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		return server_legacy_client(&io, nn->sysid);
 
 	/* Says nothing of us but who we claim to be: nothing is allocated yet. */
-	chal->version_min = NTBSMC_CLC_VERSION;
-	chal->version_max = NTBSMC_CLC_VERSION;
+	chal->version_min = NTBSMC_CLC_VERSION_MIN;
+	chal->version_max = clc_version_max(net);
 	if (ntbsmc_fault(NTBSMC_FAULT_SERVER_VERSION, sk)) {
-		chal->version_min++;
-		chal->version_max++;
+		chal->version_min = NTBSMC_CLC_VERSION + 1;	/* none the client speaks */
+		chal->version_max = NTBSMC_CLC_VERSION + 1;
 	}
 	memcpy(chal->sysid, nn->sysid, NTBSMC_ID_LEN);
 	get_random_bytes(chal->nonce, sizeof(chal->nonce));
@@ -801,7 +839,7 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 	/* PROPOSAL and CONFIRM by the same deadline: the client has half of it */
 	rc = clc_recv(&io, &t.prop, NTBSMC_CLC_PROPOSAL);
 	/* a client of version 4 or 5 declines our CHALLENGE: no common version */
-	if (rc == NTBSMC_REASON_DECLINED && t.hello.reserved[0] < NTBSMC_CLC_VERSION)
+	if (rc == NTBSMC_REASON_DECLINED && t.hello.reserved[0] < NTBSMC_CLC_VERSION_MIN)
 		return NTBSMC_REASON_VERSION;
 	if (rc)
 		return rc;
@@ -826,7 +864,9 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		rc = clc_decline(&io, NTBSMC_REASON_AUTH);
 		goto out;
 	}
-	if (t.prop.version != NTBSMC_CLC_VERSION) {
+	/* one we offered and the client speaks (the MAC covers both) */
+	if (t.prop.version < chal->version_min || t.prop.version > chal->version_max ||
+	    t.prop.version > t.hello.reserved[0]) {
 		ntbsmc_dev_put(dev);
 		rc = clc_decline(&io, NTBSMC_REASON_VERSION);
 		goto out;

@@ -230,7 +230,7 @@ static void conn_free(struct rcu_head *rcu)
 
 	ntbsmc_tx_conn_free(conn);
 	ntbsmc_dev_put(conn->dev);
-	kfree(conn);
+	kfree_sensitive(conn);	/* the switch keys */
 }
 
 void ntbsmc_conn_put(struct ntbsmc_conn *conn)

@@ -97,6 +97,7 @@ enum ntbsmc_stat {
 	NTBSMC_STAT_ORPHAN_RESET,	/* closed connections reset: timeout or too many */
 	NTBSMC_STAT_HS_PEAK,		/* most server handshakes running at once */
 	NTBSMC_STAT_HS_CONGESTED,	/* children beyond max_handshakes: declined */
+	NTBSMC_STAT_NO_MIRROR,		/* version 7 connections that keep no copy: cannot switch */
 	/* What crossed the link (dev.c, ntbsmc_link_wrote()) */
 	NTBSMC_STAT_PW_SMALL,		/* posted writes into the peer's window, <= 64 B */
 	NTBSMC_STAT_PW_MEDIUM,		/* ... <= 4 KiB */
@@ -123,6 +124,7 @@ struct ntbsmc_net {
 	int recheck_ms;			/* period of the lost-notification re-check; 0: off */
 	int orphan_timeout_ms;		/* a closed connection unacknowledged this long: reset */
 	int max_orphans;		/* per device; beyond, a closing connection resets */
+	int switch_on;			/* sysctl switch: offer protocol version 7 */
 	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
 	atomic_t client_handshakes;	/* client handshakes running (hs_client_bound()) */
 	/*
@@ -334,6 +336,14 @@ struct ntbsmc_conn {
 	unsigned long closed_at;	/* jiffies of ntbsmc_conn_release() */
 	struct timer_list hold_timer;
 	bool rd_shut;		/* shutdown(SHUT_RD): reads end at what arrived */
+	/*
+	 * The protocol version the handshake agreed on, and from version 7 the
+	 * keys of the connection's SWITCH messages (wire.h: ours keys what we
+	 * send, the peer's what we receive): written by the handshake before
+	 * the connection is established, read only after; zeroed when freed.
+	 */
+	u8 version;
+	u8 sw_key_tx[NTBSMC_SECRET_LEN], sw_key_rx[NTBSMC_SECRET_LEN];
 	u64 tx_bytes, rx_bytes;
 	u64 cpu_bytes, dma_bytes, zc_bytes;	/* of tx_bytes, by copy path */
 
@@ -368,6 +378,12 @@ struct ntbsmc_conn {
 	bool ring_ref;			/* the ring holds a reference (seg_work() puts it) */
 	bool ring_eagain;		/* a sender left with -EAGAIN: full (tx.c) */
 	void *stage;			/* kernel copy for DMA, laid out like the peer's buffer */
+	/*
+	 * @stage keeps every byte we wrote until the peer's consumer cursor
+	 * passes it (version 7, Documentation/switch.md): every path writes
+	 * through it. Set by the handshake, before the connection is established.
+	 */
+	bool mirror;
 	struct delayed_work tx_work;
 	wait_queue_head_t tx_wq;	/* a segment retired */
 };
@@ -506,6 +522,7 @@ void ntbsmc_conn_publish_locked(struct ntbsmc_conn *conn, u64 prod);
 void ntbsmc_txseg_done(struct ntbsmc_txseg *seg);
 void ntbsmc_tx_conn_init(struct ntbsmc_conn *conn);
 void ntbsmc_tx_conn_free(struct ntbsmc_conn *conn);
+void ntbsmc_tx_mirror_init(struct ntbsmc_conn *conn);
 
 /* ---- rx.c: the receive path: recvmsg, poll, queue sizes ---- */
 

@@ -168,6 +168,26 @@ out:
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 }
 
+/*
+ * A zero-copy segment's @len bytes, from its pinned pages into the mirror at its
+ * offset: what a switch of transport resends once the pages are the caller's
+ * again. (Pages are kmapped one at a time; no fault: they are pinned.)
+ */
+static void seg_mirror_pages(struct ntbsmc_conn *conn, struct ntbsmc_txseg *seg, u32 len)
+{
+	u32 done = 0, i;
+
+	for (i = 0; i < seg->npages && done < len; i++) {
+		u32 off = i ? 0 : seg->pg_off;
+		u32 n = min_t(u32, PAGE_SIZE - off, len - done);
+		void *src = kmap_local_page(seg->pages[i]);
+
+		memcpy(conn->stage + seg->off + done, src + off, n);
+		kunmap_local(src);
+		done += n;
+	}
+}
+
 /* Lets go of a finished segment and counts it; conn->lock held. */
 static void seg_release(struct ntbsmc_conn *conn, struct ntbsmc_txseg *seg)
 {
@@ -398,6 +418,9 @@ static int tx_seg_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool
 		} else if (rc) {
 			return rc;
 		}
+		/* the engine reads the pages, the mirror keeps a copy */
+		if (zc && conn->mirror)
+			seg_mirror_pages(conn, seg, len);
 	}
 	if (!zc) {
 		len = copy_from_iter(conn->stage + off, len, &msg->msg_iter);
@@ -450,6 +473,24 @@ void ntbsmc_tx_conn_init(struct ntbsmc_conn *conn)
 	init_waitqueue_head(&conn->tx_wq);
 }
 
+/*
+ * Version 7: the stage becomes the copy of what we wrote that a switch of
+ * transport resends from. Allocated now, as large as the peer's buffer; one
+ * that cannot have it runs as version 6 would (reset on link loss), counted.
+ * Called by the handshake before the connection is established.
+ */
+void ntbsmc_tx_mirror_init(struct ntbsmc_conn *conn)
+{
+	if (conn->version < NTBSMC_CLC_VERSION_SWITCH)
+		return;
+	if (!conn->stage)
+		conn->stage = (void *)__get_free_pages(GFP_KERNEL | __GFP_NOWARN,
+						       get_order(conn->peer_rmb_size));
+	conn->mirror = !!conn->stage;
+	if (!conn->mirror)
+		ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_NO_MIRROR, 1);
+}
+
 /* The connection is freed: its ring is empty (it held a reference otherwise). */
 void ntbsmc_tx_conn_free(struct ntbsmc_conn *conn)
 {
@@ -497,6 +538,41 @@ static u32 conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 }
 
 /*
+ * The mirror's CPU path, first half: up to @n bytes of @msg into the stage at our
+ * producer cursor, wrapping, outside the SRCU section (a page fault may wait).
+ * Returns the bytes taken: 0 only if none could be (a bad address).
+ */
+static u32 conn_stage_in(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
+{
+	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1);
+	u32 first = min(n, conn->peer_rmb_size - off);
+	size_t done;
+
+	done = copy_from_iter(conn->stage + off, first, &msg->msg_iter);
+	if (done == first && n > first)
+		done += copy_from_iter(conn->stage, n - first, &msg->msg_iter);
+	return done;
+}
+
+/*
+ * ... and second: the @n staged bytes into the peer's buffer, as
+ * seg_copy_cpu() writes a segment. In the SRCU section, link ok.
+ */
+static u32 conn_stage_out(struct ntbsmc_conn *conn, u32 n)
+{
+	u32 off = conn->tx_prod & (conn->peer_rmb_size - 1);
+	u32 first = min(n, conn->peer_rmb_size - off);
+
+	memcpy_toio(conn->peer_rmb + off, conn->stage + off, first);
+	ntbsmc_link_wrote(conn->dev, conn, first);
+	if (n > first) {
+		memcpy_toio(conn->peer_rmb, conn->stage, n - first);
+		ntbsmc_link_wrote(conn->dev, conn, n - first);
+	}
+	return n;
+}
+
+/*
  * Copies up to @n bytes with the CPU into the peer's buffer and publishes them;
  * returns how many (0: a page went away since it was faulted in, try again) or
  * -errno. Writes still in flight by DMA come first: the cursor is published in
@@ -507,12 +583,17 @@ static u32 conn_copy_out(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghdr *msg, u32 n)
 {
 	unsigned long flags;
+	u32 done = 0, staged = 0;
 	int err = 0, idx;
-	u32 done = 0;
 	bool idle;
 
-	if (fault_in_iov_iter_readable(&msg->msg_iter, n) == n)
+	if (conn->mirror) {
+		staged = conn_stage_in(conn, msg, n);
+		if (!staged)
+			return -EFAULT;
+	} else if (fault_in_iov_iter_readable(&msg->msg_iter, n) == n) {
 		return -EFAULT;
+	}
 	if (conn->seg_head != conn->seg_tail)
 		tx_seg_wait(conn, conn->seg_tail);
 	spin_lock_irqsave(&conn->lock, flags);
@@ -520,10 +601,12 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	idx = srcu_read_lock(&ntbsmc_srcu);
-	if (conn_link_ok(conn))
-		done = conn_copy_out(conn, msg, n);
-	else
+	if (!conn_link_ok(conn))
 		err = -ECONNRESET;
+	else if (staged)
+		done = conn_stage_out(conn, staged);
+	else
+		done = conn_copy_out(conn, msg, n);
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->tx_busy--;
 	if (!err && conn_link_ok(conn)) {
@@ -541,6 +624,8 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 	srcu_read_unlock(&ntbsmc_srcu, idx);
 	if (idle)
 		ntbsmc_conn_tx_idle(conn);
+	if (err && staged)
+		iov_iter_revert(&msg->msg_iter, staged);	/* not sent */
 	return err ?: done;
 }
 

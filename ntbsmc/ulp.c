@@ -913,6 +913,9 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 		info.cpu_bytes = READ_ONCE(conn->cpu_bytes);
 		info.dma_bytes = READ_ONCE(conn->dma_bytes);
 		info.zc_bytes = READ_ONCE(conn->zc_bytes);
+		info.version = conn->version;
+		if (conn->mirror)
+			info.flags |= NTBSMC_INFO_F_SWITCH;
 	}
 	release_sock(sk);
 	len = min_t(int, len, sizeof(info));

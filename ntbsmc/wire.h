@@ -165,7 +165,7 @@ enum {
 
 /*
  * Handshake over the TCP connection, after both ends offered ntbsmc in the SYN and
- * SYN-ACK (version 6):
+ * SYN-ACK (versions 6 and 7):
  *
  *   client                                    server
  *   HELLO (a valid SMC-R v1 CLC DECLINE) -->
@@ -221,13 +221,24 @@ enum {
  *             is not believed; the server resets the connection and holds the
  *             RMB as after a timeout.
  *
- * Versions. A client says its version in its HELLO (reserved[0]). A server of
- * version 6 answers a client of version 4 or 5 with a CHALLENGE that offers only
- * version 6, which that client declines (reason version on both ends); a client
+ * Versions. A client says the highest version it speaks in its HELLO
+ * (reserved[0]); the server's CHALLENGE offers the range it speaks (6 to 7, or
+ * 6 alone with sysctl switch=0); the client picks the highest version both
+ * speak and names it in its PROPOSAL, whose MAC covers the CHALLENGE: a relay
+ * that narrows the offer breaks the proof. A client of version 4 or 5 declines
+ * a CHALLENGE without its version (reason version on both ends); a client
  * older than version 4 gets a HELLO_ACK, which it cannot decline but by its
- * version-3 PROPOSAL (reset). A client of version 6 declines a CHALLENGE without
- * version 6 (version) and a HELLO_ACK (auth). Version 6's PROPOSAL, ACCEPT,
- * CONFIRM and DECLINE with MAC are sent only between two version-6 ends.
+ * version-3 PROPOSAL (reset). A client declines a CHALLENGE it shares no
+ * version with (version) and a HELLO_ACK (auth). Versions 6 and 7 differ only
+ * after the handshake: version 7 can move the connection to its TCP
+ * connection and back (Documentation/switch.md), keyed by two keys each end
+ * derives once the CONFIRM checked, one per direction:
+ *
+ *   key(k) = MAC(k, "ntbsmc7K" ID ... CONFIRM) || MAC(k, "ntbsmc7L" ID ... CONFIRM)
+ *
+ * with k the key of that direction's handshake MACs (the client's direction:
+ * the server's secret), so that a SWITCH proves what the handshake proved, on
+ * this connection only.
  */
 #define NTBSMC_SMC_EYECATCHER	"\xe2\xd4\xc3\xd9"	/* "SMCR" in EBCDIC */
 #define NTBSMC_SMC_PROPOSAL	0x01
@@ -261,10 +272,13 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
  * want sequence and seen cursors (no read across the link). Version 6: the
  * proofs come before any buffer is named, cover the TCP connection's addresses,
  * and the CONFIRM and a DECLINE after the ACCEPT carry one; no older version is
- * spoken.
+ * spoken. Version 7: the switch keys (above); version 6 is still spoken.
  */
 #define NTBSMC_CLC_FRAME_VERSION	1
-#define NTBSMC_CLC_VERSION	6
+#define NTBSMC_CLC_VERSION	7
+/* The oldest version we speak, and the first that switches transport */
+#define NTBSMC_CLC_VERSION_MIN		6
+#define NTBSMC_CLC_VERSION_SWITCH	7
 /* The oldest client version that reads a CHALLENGE (and so declines ours). */
 #define NTBSMC_CLC_VERSION_CHALLENGE	4
 
@@ -275,6 +289,8 @@ static_assert(sizeof(struct ntbsmc_smc_decline) == 28);
 #define NTBSMC_MAC_LABEL_ACCEPT		"ntbsmc6A"
 #define NTBSMC_MAC_LABEL_CONFIRM	"ntbsmc6C"
 #define NTBSMC_MAC_LABEL_DECLINE	"ntbsmc6D"
+#define NTBSMC_KEY_LABEL_SWITCH0	"ntbsmc7K"
+#define NTBSMC_KEY_LABEL_SWITCH1	"ntbsmc7L"
 
 enum ntbsmc_clc_type {
 	NTBSMC_CLC_HELLO_ACK = 1,	/* to a client older than this version */

@@ -8,6 +8,10 @@
 #     clc_oversized, server_hello_delay: a server that answers too late)
 #   - a server of another protocol version (server_version): both fall back,
 #     reason version, bytes intact
+#   - versions 6 and 7 (Documentation/switch.md): two ends of version 7 agree
+#     on it and keep the copy a switch of transport needs (can_switch); an end
+#     with sysctl switch=0 speaks version 6 only, and the connection runs over
+#     NTB as version 6 (no switch), from either side; bytes intact
 #   - a server whose NTB device is disabled: reason dev_disabled, bytes intact
 # (A misbehaving peer after the handshake, and the link going down under a
 # connection: ulp/hostile.sh.)
@@ -87,6 +91,19 @@ check "version: $got, want $want" [ "$got" = "$want" ]
 check "version: not intact" [ "$(jfield "$out" intact)" = true ]
 [ "$ROLE" = a ] && fault_clear server_version
 barrier version-clear
+
+# Versions 7 and 6: the highest both speak; NTB either way.
+for v in 7:7 a6:6 b6:6; do
+	who=${v%%:*} want=${v#*:}
+	[ "$who" = "$ROLE"6 ] && inns sysctl -qw net.ntbsmc.switch=0
+	barrier "v$who-set"
+	xfer_one "v$who" "--ulp" "--ulp --bytes 3000000 --both"
+	[ "$want" = 7 ] && sw=true || sw=false
+	got=$(jfield "$out" mode)/$(jfield "$out" version)/$(jfield "$out" can_switch)
+	check "v$who: $got, want ntb/$want/$sw" [ "$got" = "ntb/$want/$sw" ]
+	check "v$who: not intact" [ "$(jfield "$out" intact)" = true ]
+	inns sysctl -qw net.ntbsmc.switch=1
+done
 
 # Host a's NTB device is disabled (its link stays up): its server declines the
 # client's proposal naming that, dev_disabled (auth before, as for a forger).

@@ -109,6 +109,8 @@ enum ntbsmc_reason {
  * @cpu_bytes: of @tx_bytes, copied into the peer's buffer by the CPU
  * @dma_bytes: of @tx_bytes, written by a DMA engine
  * @zc_bytes: of @dma_bytes, straight from the sender's pages (zero-copy)
+ * @version: the ntbsmc protocol version the handshake agreed on, else 0
+ * @flags: NTBSMC_INFO_F_*
  *
  * Later versions only append fields; the kernel fills as much as optlen asks for.
  */
@@ -124,7 +126,15 @@ struct ntbsmc_info {
 	__u64 cpu_bytes;
 	__u64 dma_bytes;
 	__u64 zc_bytes;
+	__u32 version;
+	__u32 flags;
 };
+
+/*
+ * @NTBSMC_INFO_F_SWITCH: the connection can move to its TCP connection when
+ *	the NTB link goes (protocol version 7, with the copy of its writes kept)
+ */
+#define NTBSMC_INFO_F_SWITCH	(1U << 0)
 
 
 /*
@@ -402,6 +412,9 @@ enum ntbsmc_conn_attr {
  * @NTBSMC_STATS_LINK_READS: reads of the peer's window across the link (each
  *	stalls the CPU for a round trip on hardware)
  * @NTBSMC_STATS_IRQ: doorbell interrupts taken
+ * @NTBSMC_STATS_NO_MIRROR: connections of protocol version 7 that could not
+ *	keep the copy of their writes a switch of transport resends from: they
+ *	are reset on link loss, as version 6's are
  */
 enum ntbsmc_stats_attr {
 	NTBSMC_STATS_UNSPEC,
@@ -433,6 +446,7 @@ enum ntbsmc_stats_attr {
 	NTBSMC_STATS_LINK_WRITE_BYTES,
 	NTBSMC_STATS_LINK_READS,
 	NTBSMC_STATS_IRQ,
+	NTBSMC_STATS_NO_MIRROR,
 
 	__NTBSMC_STATS_MAX
 };
