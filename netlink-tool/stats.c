@@ -39,6 +39,9 @@ static const struct nla_policy stats_policy[NTBSMC_STATS_MAX + 1] = {
 	[NTBSMC_STATS_LINK_READS]	= { .type = NLA_U64 },
 	[NTBSMC_STATS_IRQ]		= { .type = NLA_U64 },
 	[NTBSMC_STATS_NO_MIRROR]	= { .type = NLA_U64 },
+	[NTBSMC_STATS_SWITCH_TCP]	= { .type = NLA_U64 },
+	[NTBSMC_STATS_SWITCH_RESENT]	= { .type = NLA_U64 },
+	[NTBSMC_STATS_SWITCH_FAILED]	= { .type = NLA_U64 },
 };
 
 static const struct nla_policy reason_policy[REASON_ATTR_MAX + 1] = {
@@ -62,13 +65,16 @@ static const struct {
 	{ NTBSMC_STATS_ABORT, "aborts", "Connections", "reset (aborted)" },
 	{ NTBSMC_STATS_ORPHAN_RESET, "orphan_resets", "Connections", "orphans reset" },
 	{ NTBSMC_STATS_NO_MIRROR, "no_mirror", "Connections",
-	  "version 7 without a copy to switch from" },
+	  "no copy kept (cannot switch)" },
+	{ NTBSMC_STATS_SWITCH_TCP, "switch_to_tcp", "Connections", "moved to TCP (link lost)" },
+	{ NTBSMC_STATS_SWITCH_FAILED, "switch_failed", "Connections", "switches that reset" },
 	{ NTBSMC_STATS_TX_BYTES, "tx_bytes", "Bytes", "sent over NTB" },
 	{ NTBSMC_STATS_RX_BYTES, "rx_bytes", "Bytes", "received over NTB" },
 	{ NTBSMC_STATS_CPU_BYTES, "cpu_bytes", "Bytes", "copied by the CPU" },
 	{ NTBSMC_STATS_DMA_BYTES, "dma_bytes", "Bytes", "moved by DMA" },
 	{ NTBSMC_STATS_ZC_BYTES, "zc_bytes", "Bytes", "of those, zero-copy" },
 	{ NTBSMC_STATS_DMA_FAILED, "dma_failed", "Bytes", "DMA writes redone by the CPU" },
+	{ NTBSMC_STATS_SWITCH_RESENT, "switch_resent_bytes", "Bytes", "sent again over TCP" },
 	{ NTBSMC_STATS_LINK_WRITES, "link_writes", "Link", "posted writes" },
 	{ NTBSMC_STATS_LINK_WRITES_SMALL, "link_writes_small", "Link", "of <= 64 B" },
 	{ NTBSMC_STATS_LINK_WRITES_MEDIUM, "link_writes_medium", "Link", "of <= 4 KiB" },

@@ -181,6 +181,8 @@ static size_t clc_len(u8 type)
 		return sizeof(struct ntbsmc_clc_challenge);
 	case NTBSMC_CLC_DECLINE_MAC:
 		return sizeof(struct ntbsmc_clc_decline_mac);
+	case NTBSMC_CLC_SWITCH:
+		return sizeof(struct ntbsmc_clc_switch);
 	}
 	return 0;
 }
@@ -890,4 +892,82 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 out:
 	memzero_explicit(&keys, sizeof(keys));
 	return rc;
+}
+
+/* ---- version 7: SWITCH (Documentation/switch.md) ---- */
+
+/* MAC(@key, "ntbsmc7S" @m[..mac]) into @mac, as wire.h defines it. */
+static void clc_switch_mac(const u8 key[NTBSMC_SECRET_LEN], const struct ntbsmc_clc_switch *m,
+			   u8 mac[NTBSMC_MAC_LEN])
+{
+	struct {
+		u8 label[8];
+		struct ntbsmc_clc_switch m;
+	} __packed b;
+	siphash_key_t k;
+	int i;
+
+	memcpy(b.label, NTBSMC_MAC_LABEL_SWITCH, sizeof(b.label));
+	b.m = *m;
+	for (i = 0; i < 2; i++) {
+		k.key[0] = get_unaligned_le64(key + 16 * i);
+		k.key[1] = get_unaligned_le64(key + 16 * i + 8);
+		put_unaligned_le64(siphash(&b, sizeof(b.label) +
+					   offsetof(struct ntbsmc_clc_switch, mac), &k),
+				   mac + 8 * i);
+	}
+	memzero_explicit(&k, sizeof(k));
+}
+
+/*
+ * Sends our SWITCH (@mine) on the connection's TCP connection and reads the
+ * peer's into @peer, within switch_timeout_ms: its framing, its MAC under the
+ * peer's switch key, and that it is the switch we are in (@mine->seq). Anything
+ * else is -EPROTO: a relay can neither forge one nor replay another
+ * connection's, or this one's earlier. The socket's data_ready and
+ * state_change hooks wake ctx->hs_wq meanwhile.
+ */
+int ntbsmc_clc_switch(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
+		      const struct ntbsmc_switch_msg *mine, struct ntbsmc_switch_msg *peer)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(ctx->sk));
+	struct ntbsmc_clc_switch out = {}, in;
+	u8 want[NTBSMC_MAC_LEN];
+	unsigned int i, diff = 0;
+	struct clc_io io;
+	int rc;
+
+	io.ctx = ctx;
+	io.sk = ctx->sk;
+	io.deadline = jiffies + msecs_to_jiffies(READ_ONCE(nn->switch_timeout_ms));
+	out.seq = mine->seq;
+	out.flags = mine->flags;
+	out.rx_end = cpu_to_be64(mine->rx_end);
+	out.tx_end = cpu_to_be64(mine->tx_end);
+	clc_hdr(&out, NTBSMC_CLC_SWITCH, sizeof(out));
+	clc_switch_mac(conn->sw_key_tx, &out, out.mac);
+	if (ntbsmc_fault(NTBSMC_FAULT_SWITCH_BAD_MAC, ctx->sk))
+		out.mac[0] ^= 1;
+	rc = io_send(&io, &out, sizeof(out));
+	if (rc)
+		return rc;
+	ntbsmc_fault_delay(NTBSMC_FAULT_SWITCH_DELAY, ctx->sk);
+	rc = clc_recv(&io, &in, NTBSMC_CLC_SWITCH);
+	if (rc)
+		return rc > 0 ? -EPROTO : rc;	/* a DECLINE has no place here */
+	if (in.hdr.type != NTBSMC_CLC_SWITCH)
+		return -EPROTO;
+	clc_switch_mac(conn->sw_key_rx, &in, want);
+	for (i = 0; i < NTBSMC_MAC_LEN; i++) {
+		diff |= want[i] ^ in.mac[i];
+		OPTIMIZER_HIDE_VAR(diff);
+	}
+	memzero_explicit(want, sizeof(want));
+	if (diff || in.seq != mine->seq || (in.flags & ~NTBSMC_SWITCH_WRITE_DONE))
+		return -EPROTO;
+	peer->seq = in.seq;
+	peer->flags = in.flags;
+	peer->rx_end = be64_to_cpu(in.rx_end);
+	peer->tx_end = be64_to_cpu(in.tx_end);
+	return 0;
 }

@@ -229,6 +229,7 @@ static void conn_free(struct rcu_head *rcu)
 	struct ntbsmc_conn *conn = container_of(rcu, struct ntbsmc_conn, rcu);
 
 	ntbsmc_tx_conn_free(conn);
+	kvfree(conn->sw_keep);
 	ntbsmc_dev_put(conn->dev);
 	kfree_sensitive(conn);	/* the switch keys */
 }
@@ -389,6 +390,90 @@ void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why)
 		sock_put(sk);
 	}
 	conn_maybe_release(conn);
+}
+
+/*
+ * The socket is to wait for a switch of transport instead of failing: one is
+ * running, or the link went under a connection that can switch and the link's
+ * teardown (dev_go_down()) has not come to it yet; that teardown either
+ * starts the switch or resets the connection, so the wait ends.
+ */
+bool ntbsmc_conn_switching(struct ntbsmc_conn *conn)
+{
+	return READ_ONCE(conn->switching) ||
+	       (conn->mirror && !READ_ONCE(conn->err) && READ_ONCE(conn->established) &&
+		!conn_link_alive(conn));
+}
+
+/*
+ * The link of @conn goes (dev_go_down(), with the device no longer ACTIVE and
+ * the SRCU section synchronised since: no reader or writer of the socket is in
+ * the windows, and none enters). A connection that can switch keeps what it
+ * received and did not read yet, before its slot is freed for the next epoch,
+ * and hands the rest to its socket's switch work. Bytes the peer wrote beyond
+ * its last producer cursor we validated are not taken: the peer sends them
+ * again (its engine may still write them after this, or never). Returns false
+ * if it does not switch: the caller resets it.
+ */
+bool ntbsmc_conn_failover(struct ntbsmc_conn *conn)
+{
+	unsigned long flags;
+	struct sock *sk;
+	u32 n, off, first;
+	void *keep = NULL;
+	u64 from, to;
+
+	might_sleep();
+	spin_lock_irqsave(&conn->lock, flags);
+	if (!conn->mirror || conn->err || !conn->established || conn->switching ||
+	    !conn->sk || (conn->peer_flags & NTBSMC_F_ABORT)) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return false;
+	}
+	sk = conn->sk;
+	sock_hold(sk);		/* put below */
+	from = conn->rx_cons;
+	to = conn->peer_prod;
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	/* (the reader moves rx_cons only inside the SRCU section: it is out) */
+	n = to - from;
+	if (n) {
+		keep = kvmalloc(n, GFP_KERNEL);
+		if (!keep)
+			goto fail;
+		off = from & (conn->rmb_size - 1);
+		first = min(n, conn->rmb_size - off);
+		memcpy(keep, conn->rmb + off, first);
+		memcpy(keep + first, conn->rmb, n - first);
+	}
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->sw_keep = keep;
+	conn->sw_keep_len = n;
+	conn->sw_rx_end = to;
+	/*
+	 * The peer's CLOSED follows its last cursor: everything it sent is here,
+	 * and it reads nothing more (nor will its socket, closed, switch).
+	 */
+	conn->sw_peer_closed = conn->peer_flags & NTBSMC_F_CLOSED;
+	conn->rx_cons = to;	/* read, as far as the slot is concerned */
+	WRITE_ONCE(conn->switching, true);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (!ntbsmc_ulp_switch(sk)) {
+		spin_lock_irqsave(&conn->lock, flags);
+		WRITE_ONCE(conn->switching, false);
+		spin_unlock_irqrestore(&conn->lock, flags);
+		goto fail;
+	}
+	/* waiters look again, and wait for the switch's end */
+	ntbsmc_conn_wake(sk, NTBSMC_WAKE_ALL);
+	sock_put(sk);
+	return true;
+
+fail:
+	ntbsmc_stat_add(conn->dev->net, NTBSMC_STAT_SWITCH_FAILED, 1);
+	sock_put(sk);
+	return false;
 }
 
 /*

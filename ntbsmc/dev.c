@@ -344,10 +344,17 @@ static void dev_free_windows(struct ntbsmc_dev *dev)
 
 /* ---- link bring-up ---- */
 
-/* Aborts every connection on the device; the link they used is gone. */
+/*
+ * The link's connections end on it: each that can switch moves to its TCP
+ * connection (ntbsmc_conn_failover()), the others are reset. Called with the
+ * device no longer ACTIVE: once the SRCU section is synchronised no reader or
+ * writer of a socket is in the windows, and none enters.
+ */
 static void dev_abort_all(struct ntbsmc_dev *dev, const char *why)
 {
 	u32 slot;
+
+	ntbsmc_conn_sync();
 
 	for (slot = 0; slot < dev->nslots; slot++) {
 		struct ntbsmc_conn *conn;
@@ -358,7 +365,8 @@ static void dev_abort_all(struct ntbsmc_dev *dev, const char *why)
 			conn = NULL;
 		rcu_read_unlock();
 		if (conn) {
-			ntbsmc_conn_abort(conn, why);
+			if (!ntbsmc_conn_failover(conn))
+				ntbsmc_conn_abort(conn, why);
 			ntbsmc_conn_put(conn);
 		}
 	}

@@ -59,6 +59,10 @@ enum ntbsmc_fault_point {
 	 */
 	NTBSMC_FAULT_WIRE_DECLINE_ACCEPT,
 	NTBSMC_FAULT_WIRE_DECLINE_CONFIRM,
+	/* A relay that changes this end's SWITCH on the way (a bit of its MAC) */
+	NTBSMC_FAULT_SWITCH_BAD_MAC,
+	/* delay: a switch of transport, between its SWITCH sent and the peer's read */
+	NTBSMC_FAULT_SWITCH_DELAY,
 	NTBSMC_FAULT_NR
 };
 

@@ -116,6 +116,14 @@ static const struct ctl_table ntbsmc_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+	{
+		.procname	= "switch_timeout_ms",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &min_timeout_ms,
+		.extra2		= &max_timeout_ms,
+	},
 	{ }
 };
 
@@ -137,6 +145,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->orphan_timeout_ms = 60 * 1000;	/* tcp_fin_timeout's default */
 	nn->max_orphans = 256;
 	nn->switch_on = 1;
+	nn->switch_timeout_ms = 5000;
 
 	/*
 	 * Handshakes sleep on the peer, each a handshake timeout at most. The
@@ -166,6 +175,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	tbl[9].data = &nn->orphan_timeout_ms;
 	tbl[10].data = &nn->max_orphans;
 	tbl[11].data = &nn->switch_on;
+	tbl[12].data = &nn->switch_timeout_ms;
 	/* Like net.ipv4: a namespace's settings are its own root's to change. */
 	nn->sysctl = ntbsmc_register_net_sysctl(net, "net/ntbsmc", tbl,
 						ARRAY_SIZE(ntbsmc_sysctl_template) - 1);

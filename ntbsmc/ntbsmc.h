@@ -26,6 +26,14 @@
  * conn->lock by ntbsmc_conn_release(); the abort, the event and the re-check
  * sock_hold() it there before they wake the socket.
  *
+ * The switch to TCP (Documentation/switch.md): ntbsmc_conn_failover(), under
+ * dev->lock in the link's teardown, copies the unread bytes into conn->sw_keep
+ * (the connection's until handed over, freed by conn_free()) and has
+ * ntbsmc_ulp_switch() queue the socket's switch work, which holds a reference
+ * on the socket, its context and the connection (ctx->sw_conn) until it ends;
+ * the work hands the bytes to ctx->sw_keep (freed by the context's last put).
+ * close() and connect(AF_UNSPEC) wait for the work's end (its bound).
+ *
  * struct ntbsmc_sock (ulp.c): see its comment. ctx->conn is set and cleared
  * under ntbsmc_socks_lock, so the connection dump (under that lock, an RCU read
  * side) never sees it freed; the socket reads it under its lock, poll() and
@@ -49,6 +57,7 @@
  * Lock order, outer first:
  *   ntbsmc_devs_lock -> dev->lock -> dev->dma_lock -> dmaengine's dma_list_mutex
  *   dev->lock -> dev->slot_lock
+ *   dev->lock -> conn->lock, ntbsmc_socks_lock (ntbsmc_conn_failover())
  *   dma_list_mutex -> conn->lock (a channel's release calls segments back)
  *   socket lock -> ntbsmc_socks_lock
  *   socket lock -> conn->lock -> ntbsmc_srcu read side
@@ -98,6 +107,9 @@ enum ntbsmc_stat {
 	NTBSMC_STAT_HS_PEAK,		/* most server handshakes running at once */
 	NTBSMC_STAT_HS_CONGESTED,	/* children beyond max_handshakes: declined */
 	NTBSMC_STAT_NO_MIRROR,		/* version 7 connections that keep no copy: cannot switch */
+	NTBSMC_STAT_SWITCH_TCP,		/* connections moved from NTB to TCP */
+	NTBSMC_STAT_SWITCH_RESENT,	/* bytes sent again over TCP by those switches */
+	NTBSMC_STAT_SWITCH_FAILED,	/* switches that ended in a reset */
 	/* What crossed the link (dev.c, ntbsmc_link_wrote()) */
 	NTBSMC_STAT_PW_SMALL,		/* posted writes into the peer's window, <= 64 B */
 	NTBSMC_STAT_PW_MEDIUM,		/* ... <= 4 KiB */
@@ -125,6 +137,7 @@ struct ntbsmc_net {
 	int orphan_timeout_ms;		/* a closed connection unacknowledged this long: reset */
 	int max_orphans;		/* per device; beyond, a closing connection resets */
 	int switch_on;			/* sysctl switch: offer protocol version 7 */
+	int switch_timeout_ms;		/* bound on a switch of transport's exchange */
 	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
 	atomic_t client_handshakes;	/* client handshakes running (hs_client_bound()) */
 	/*
@@ -344,6 +357,21 @@ struct ntbsmc_conn {
 	 */
 	u8 version;
 	u8 sw_key_tx[NTBSMC_SECRET_LEN], sw_key_rx[NTBSMC_SECRET_LEN];
+	/*
+	 * The move to TCP when the link goes (Documentation/switch.md; ulp.c's
+	 * switch work). @switching: set by ntbsmc_conn_failover() under
+	 * conn->lock once no reader or writer of the socket is in the windows;
+	 * from then on the socket waits for the switch's end. @sw_rx_end: the
+	 * peer's producer cursor we received up to; @sw_keep: the @sw_keep_len
+	 * bytes of it not read yet, copied out of our buffer before its slot
+	 * went; the switch work hands them to the socket (ctx->sw_keep), or
+	 * conn_free() frees them.
+	 */
+	bool switching;
+	bool sw_peer_closed;	/* the peer's CLOSED came before: nothing to exchange */
+	u64 sw_rx_end;
+	void *sw_keep;
+	u32 sw_keep_len;
 	u64 tx_bytes, rx_bytes;
 	u64 cpu_bytes, dma_bytes, zc_bytes;	/* of tx_bytes, by copy path */
 
@@ -524,6 +552,26 @@ void ntbsmc_tx_conn_init(struct ntbsmc_conn *conn);
 void ntbsmc_tx_conn_free(struct ntbsmc_conn *conn);
 void ntbsmc_tx_mirror_init(struct ntbsmc_conn *conn);
 
+/* ---- the switch of transport (Documentation/switch.md) ---- */
+
+struct ntbsmc_sock;
+
+/* What one end says in its SWITCH */
+struct ntbsmc_switch_msg {
+	u64 rx_end, tx_end;
+	u8 seq, flags;
+};
+
+/* conn.c: returned by the NTB send and receive paths: wait for the switch */
+#define NTBSMC_ESWITCH	EXDEV
+bool ntbsmc_conn_switching(struct ntbsmc_conn *conn);
+bool ntbsmc_conn_failover(struct ntbsmc_conn *conn);
+/* ulp.c */
+bool ntbsmc_ulp_switch(struct sock *sk);
+/* clc.c */
+int ntbsmc_clc_switch(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
+		      const struct ntbsmc_switch_msg *mine, struct ntbsmc_switch_msg *peer);
+
 /* ---- rx.c: the receive path: recvmsg, poll, queue sizes ---- */
 
 int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
@@ -597,6 +645,17 @@ struct ntbsmc_sock {
 	wait_queue_head_t hs_wq;	/* handshake worker waits for TCP here */
 
 	struct ntbsmc_conn __rcu *conn;	/* NTB mode; freed after an RCU grace period */
+	/*
+	 * The move to TCP (ntbsmc_ulp_switch()): its work, and once it moved,
+	 * the bytes received over NTB before the switch and not read yet
+	 * (@sw_keep_len, read up to @sw_keep_off under the socket lock; freed
+	 * with the context), and when it moved (ktime_get_real_ns()).
+	 */
+	struct work_struct sw_work;
+	struct ntbsmc_conn *sw_conn;	/* the work's reference */
+	void *sw_keep;
+	u32 sw_keep_len, sw_keep_off;
+	u64 sw_time;
 	struct list_head node;		/* in ntbsmc_socks */
 
 	/* Under ntbsmc_socks_lock */

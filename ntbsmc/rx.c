@@ -18,7 +18,8 @@ static bool conn_peer_done(struct ntbsmc_conn *conn)
 
 static bool conn_readable(struct ntbsmc_conn *conn)
 {
-	return conn_avail(conn) || conn_peer_done(conn) || READ_ONCE(conn->err);
+	return conn_avail(conn) || conn_peer_done(conn) || READ_ONCE(conn->err) ||
+	       ntbsmc_conn_switching(conn);
 }
 
 /* Like conn_copy_out(), the other way: page faults disabled, bytes copied. */
@@ -68,6 +69,10 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		return 0;
 	ntbsmc_conn_check_tcp(sk, conn);
 	while (copied < len) {
+		if (READ_ONCE(conn->switching)) {
+			err = -NTBSMC_ESWITCH;	/* what is left is the switch's */
+			break;
+		}
 		err = ntbsmc_conn_update(conn);
 		/*
 		 * Like TCP, which reads what arrived before a reset: data the peer
@@ -172,6 +177,8 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, copied);
 		return copied;
 	}
+	if (err && ntbsmc_conn_switching(conn))
+		return -NTBSMC_ESWITCH;
 	if (err == -ECONNRESET && conn->err) {
 		/* like TCP: a reset is reported once, then reads return EOF */
 		err = sock_error(sk);
@@ -206,6 +213,9 @@ __poll_t ntbsmc_conn_poll(struct sock *sk, struct ntbsmc_conn *conn)
 {
 	__poll_t mask;
 
+	/* nothing to report until the switch ends: its end wakes the socket */
+	if (ntbsmc_conn_switching(conn))
+		return 0;
 	ntbsmc_conn_check_tcp(sk, conn);
 	mask = conn_poll_mask(sk, conn, ntbsmc_conn_update(conn));
 	/* readable and writable (an error is both): nothing to wait for */

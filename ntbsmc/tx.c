@@ -632,7 +632,7 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 static bool conn_writable(struct ntbsmc_conn *conn)
 {
 	return conn_space(conn) || READ_ONCE(conn->err) ||
-	       (READ_ONCE(conn->peer_flags) & NTBSMC_F_CLOSED);
+	       (READ_ONCE(conn->peer_flags) & NTBSMC_F_CLOSED) || ntbsmc_conn_switching(conn);
 }
 
 /*
@@ -659,6 +659,10 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		path = NTBSMC_TX_DMA;
 	ntbsmc_conn_check_tcp(sk, conn);
 	while (msg_data_left(msg)) {
+		if (READ_ONCE(conn->switching)) {
+			err = -NTBSMC_ESWITCH;	/* the rest goes over TCP */
+			break;
+		}
 		err = ntbsmc_conn_update(conn);
 		if (err)
 			break;
@@ -711,6 +715,8 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_CPU_BYTES, cpu);
 		return copied;
 	}
+	if (err && err != -EAGAIN && ntbsmc_conn_switching(conn))
+		return -NTBSMC_ESWITCH;
 	if (err == -ECONNRESET && sk->sk_err)
 		err = sock_error(sk);	/* reported once, as TCP does */
 	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))

@@ -46,8 +46,10 @@ static int sk_fam(const struct sock *sk)
 
 static void ctx_put(struct ntbsmc_sock *ctx)
 {
-	if (refcount_dec_and_test(&ctx->ref))
+	if (refcount_dec_and_test(&ctx->ref)) {
+		kvfree(ctx->sw_keep);
 		kfree_rcu(ctx, rcu);
+	}
 }
 
 int ntbsmc_sock_dead(struct ntbsmc_sock *ctx)
@@ -106,6 +108,19 @@ static void ntbsmc_data_ready(struct sock *sk)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
+static void ntbsmc_write_space(struct sock *sk)
+{
+	struct ntbsmc_sock *ctx;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	ctx = ntbsmc_ctx(sk);
+	if (ctx) {
+		wake_up_all(&ctx->hs_wq);
+		ctx->saved_write_space(sk);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
 static void ntbsmc_state_change(struct sock *sk)
 {
 	struct ntbsmc_sock *ctx;
@@ -144,8 +159,11 @@ static void ctx_hook(struct ntbsmc_sock *ctx, struct sock *sk, struct ntbsmc_soc
 		ctx->saved_data_ready = from->saved_data_ready;
 	if (from && ctx->saved_state_change == ntbsmc_state_change)
 		ctx->saved_state_change = from->saved_state_change;
+	if (from && ctx->saved_write_space == ntbsmc_write_space)
+		ctx->saved_write_space = from->saved_write_space;
 	sk->sk_data_ready = ntbsmc_data_ready;
 	sk->sk_state_change = ntbsmc_state_change;
+	sk->sk_write_space = ntbsmc_write_space;
 }
 
 static void ctx_unhook(struct ntbsmc_sock *ctx, struct sock *sk)
@@ -155,10 +173,13 @@ static void ctx_unhook(struct ntbsmc_sock *ctx, struct sock *sk)
 		sk->sk_data_ready = ctx->saved_data_ready;
 	if (sk->sk_state_change == ntbsmc_state_change)
 		sk->sk_state_change = ctx->saved_state_change;
+	if (sk->sk_write_space == ntbsmc_write_space)
+		sk->sk_write_space = ctx->saved_write_space;
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
 static void ntbsmc_hs_work(struct work_struct *work);
+static void ntbsmc_sw_work(struct work_struct *work);
 
 /*
  * Contexts for children whose atomic allocation fails. A child whose SYN-ACK
@@ -233,6 +254,7 @@ static struct ntbsmc_sock *ctx_alloc(struct sock *sk, gfp_t gfp)
 	ctx->mode = NTBSMC_MODE_HANDSHAKE;
 	init_waitqueue_head(&ctx->hs_wq);
 	INIT_WORK(&ctx->hs_work, ntbsmc_hs_work);
+	INIT_WORK(&ctx->sw_work, ntbsmc_sw_work);
 	INIT_LIST_HEAD(&ctx->node);
 	return ctx;
 }
@@ -465,6 +487,249 @@ static void ntbsmc_hs_work(struct work_struct *work)
 		hs_close(ctx, sk);
 	sock_put(sk);
 	ctx_put(ctx);
+}
+
+/* ---- the switch of transport (Documentation/switch.md) ---- */
+
+/*
+ * The link of the socket's NTB connection went, and the connection can move
+ * to its TCP connection (ntbsmc_conn_failover(), which keeps what we received):
+ * the switch work does the rest. Called with @sk held. False if the socket is
+ * no longer there to move (closing, destroyed): the caller resets.
+ */
+bool ntbsmc_ulp_switch(struct sock *sk)
+{
+	struct ntbsmc_sock *ctx;
+	struct ntbsmc_conn *conn;
+	bool ok = false;
+
+	rcu_read_lock();
+	ctx = rcu_dereference(inet_csk(sk)->icsk_ulp_data);
+	if (ctx && !refcount_inc_not_zero(&ctx->ref))
+		ctx = NULL;
+	rcu_read_unlock();
+	if (!ctx)
+		return false;
+	spin_lock_bh(&ntbsmc_socks_lock);
+	conn = rcu_dereference_protected(ctx->conn, lockdep_is_held(&ntbsmc_socks_lock));
+	if (conn && !ctx->dead && READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB && !ctx->sw_conn) {
+		refcount_inc(&conn->ref);	/* the work's */
+		ctx->sw_conn = conn;
+		ok = true;
+	}
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	if (!ok) {
+		ctx_put(ctx);
+		return false;
+	}
+	sock_hold(sk);		/* the work's, with the context's reference */
+	queue_work(ntbsmc_net(sock_net(sk))->hs_wq, &ctx->sw_work);
+	return true;
+}
+
+/*
+ * Sends @conn's kept bytes [@from, @to) on TCP: what the peer did not receive
+ * over NTB. Without the socket lock (TCP's sendmsg takes it); by @deadline.
+ */
+static int sw_resend(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, u64 from, u64 to,
+		     unsigned long deadline)
+{
+	struct sock *sk = ctx->sk;
+	u32 size = conn->peer_rmb_size;
+
+	while (from != to) {
+		u32 off = from & (size - 1);
+		u32 n = min_t(u64, to - from, size - off);
+		struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+		struct kvec vec = { conn->stage + off, n };
+		long left;
+		int rc;
+
+		iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, &vec, 1, n);
+		rc = ctx->sk_proto->sendmsg(sk, &msg, n);
+		if (rc > 0) {
+			from += rc;
+			continue;
+		}
+		if (rc != -EAGAIN)
+			return rc ?: -ECONNRESET;
+		left = deadline - jiffies;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		/* the write_space hook wakes us; a tenth of a second at most */
+		wait_event_timeout(ctx->hs_wq, sk_stream_is_writeable(sk) ||
+				   READ_ONCE(sk->sk_err) ||
+				   (READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN),
+				   min_t(long, left, HZ / 10));
+	}
+	return 0;
+}
+
+static const char *sw_why(int rc)
+{
+	switch (rc) {
+	case -EPROTO:
+		return "switch failed: bad SWITCH from the peer";
+	case -ETIMEDOUT:
+		return "switch failed: the peer did not answer in time";
+	case -ESHUTDOWN:
+		return "switch failed: the peer closed";
+	}
+	return "switch failed: the TCP connection failed";
+}
+
+/*
+ * The move itself, once per connection: our SWITCH out, the peer's in, what it
+ * did not receive sent again, our FIN if our stream had ended; then the socket
+ * runs over TCP, the bytes received over NTB and not read yet first. Bounded by
+ * switch_timeout_ms. A switch that fails resets the connection, TCP included:
+ * its bytes could no longer be accounted for.
+ */
+static void ntbsmc_sw_work(struct work_struct *work)
+{
+	struct ntbsmc_sock *ctx = container_of(work, struct ntbsmc_sock, sw_work);
+	struct ntbsmc_conn *conn = ctx->sw_conn;
+	struct sock *sk = ctx->sk;
+	struct net *net = sock_net(sk);
+	struct ntbsmc_switch_msg mine = { .seq = 1 }, peer = {};
+	unsigned long deadline, flags;
+	bool moved = false;
+	u64 seen_cons;
+	int rc = 0;
+
+	deadline = jiffies + msecs_to_jiffies(READ_ONCE(ntbsmc_net(net)->switch_timeout_ms));
+	write_lock_bh(&sk->sk_callback_lock);
+	ctx_hook(ctx, sk, NULL);	/* io_wait() and sw_resend() are woken */
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	/* no sender is in the NTB path: each waits for this switch, unlocked */
+	lock_sock(sk);
+	mine.rx_end = conn->sw_rx_end;
+	mine.tx_end = conn->tx_prod;
+	if (sk->sk_shutdown & SEND_SHUTDOWN)
+		mine.flags |= NTBSMC_SWITCH_WRITE_DONE;
+	seen_cons = READ_ONCE(conn->peer_cons);
+	release_sock(sk);
+
+	if (!conn->sw_peer_closed) {
+		rc = ntbsmc_clc_switch(ctx, conn, &mine, &peer);
+		/* it received what it consumed at least, and nothing we never sent */
+		if (!rc && (peer.rx_end < seen_cons || peer.rx_end > mine.tx_end ||
+			    peer.tx_end < mine.rx_end))
+			rc = -EPROTO;
+		if (!rc)
+			rc = sw_resend(ctx, conn, peer.rx_end, mine.tx_end, deadline);
+	}
+
+	lock_sock(sk);
+	if (!rc && (mine.flags & NTBSMC_SWITCH_WRITE_DONE))
+		ctx->sk_proto->shutdown(sk, SEND_SHUTDOWN);
+	if (!rc && !ntbsmc_sock_dead(ctx) && READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+		ctx->sw_keep = conn->sw_keep;
+		ctx->sw_keep_len = conn->sw_keep_len;
+		conn->sw_keep = NULL;
+		ctx->sw_time = ktime_get_real_ns();
+		ctx->reason = NTBSMC_REASON_LINK_DOWN;
+		/* ctx->conn stays until close(), for its counters (and a poll) */
+		smp_store_release(&ctx->mode, NTBSMC_MODE_TCP);
+		moved = true;
+	}
+	release_sock(sk);
+	ctx_unhook(ctx, sk);
+
+	if (moved) {
+		ntbsmc_stat_add(net, NTBSMC_STAT_SWITCH_TCP, 1);
+		if (!conn->sw_peer_closed)
+			ntbsmc_stat_add(net, NTBSMC_STAT_SWITCH_RESENT, mine.tx_end - peer.rx_end);
+		net_info_ratelimited("ntbsmc: %s: connection on slot %u moved to TCP (resent %llu bytes)\n",
+				     conn->dev->name, conn->my_slot,
+				     conn->sw_peer_closed ? 0ULL : mine.tx_end - peer.rx_end);
+	} else {
+		/* closed or disconnected meanwhile (both wait for us), or failed */
+		if (!rc)
+			rc = -ESHUTDOWN;
+		ntbsmc_stat_add(net, NTBSMC_STAT_SWITCH_FAILED, 1);
+		spin_lock_irqsave(&conn->lock, flags);
+		WRITE_ONCE(conn->switching, false);	/* the reset below ends the wait */
+		spin_unlock_irqrestore(&conn->lock, flags);
+		ntbsmc_conn_abort(conn, sw_why(rc));
+		if (!ntbsmc_sock_dead(ctx))
+			tcp_abort(sk, ECONNRESET);
+	}
+	/* Wake readers, writers and pollers: the socket runs over TCP, or failed. */
+	wake_up_all(&ctx->hs_wq);
+	sk->sk_state_change(sk);
+	sk->sk_data_ready(sk);
+	sk->sk_write_space(sk);
+	spin_lock_bh(&ntbsmc_socks_lock);
+	ctx->sw_conn = NULL;
+	spin_unlock_bh(&ntbsmc_socks_lock);
+	ntbsmc_conn_put(conn);
+	sock_put(sk);
+	ctx_put(ctx);
+}
+
+/*
+ * The socket's NTB connection is moving to TCP: waits (socket locked) until it
+ * moved or was reset; bounded by the switch's own bound. Returns 0, or -EAGAIN /
+ * -EINTR / -ERESTARTSYS as a TCP call that would wait.
+ */
+static int sw_wait(struct sock *sk, struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
+		   long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+	while (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB && ntbsmc_conn_switching(conn)) {
+		if (!*timeo)
+			return -EAGAIN;
+		if (signal_pending(current))
+			return sock_intr_errno(*timeo);
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, timeo, READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB ||
+			      !ntbsmc_conn_switching(conn), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+	return 0;
+}
+
+/* close() or a disconnect: a switch under way ends first (its bound at most). */
+static void sw_wait_end(struct sock *sk, struct ntbsmc_sock *ctx)
+{
+	struct ntbsmc_net *nn = ntbsmc_net(sock_net(sk));
+	long timeo = msecs_to_jiffies(READ_ONCE(nn->switch_timeout_ms)) + HZ;
+	struct ntbsmc_conn *conn;
+
+	if (READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB)
+		return;
+	conn = ctx_conn_locked(sk, ctx);
+	if (conn && ntbsmc_conn_switching(conn))
+		sw_wait(sk, ctx, conn, &timeo);
+}
+
+/* After the move: the bytes received over NTB and not read yet come first. */
+static int sw_read_kept(struct sock *sk, struct ntbsmc_sock *ctx, struct msghdr *msg,
+			size_t len, int flags)
+{
+	u32 n = min_t(size_t, len, ctx->sw_keep_len - ctx->sw_keep_off);
+	struct ntbsmc_conn *conn;
+
+	n = copy_to_iter(ctx->sw_keep + ctx->sw_keep_off, n, &msg->msg_iter);
+	if (!n)
+		return -EFAULT;
+	if (flags & MSG_PEEK)
+		return n;
+	WRITE_ONCE(ctx->sw_keep_off, ctx->sw_keep_off + n);
+	/* they crossed NTB: counted as the connection's */
+	conn = rcu_dereference_protected(ctx->conn, lockdep_sock_is_held(sk));
+	if (conn)
+		conn->rx_bytes += n;
+	ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_RX_BYTES, n);
+	return n;
+}
+
+static bool sw_kept(struct ntbsmc_sock *ctx)
+{
+	return READ_ONCE(ctx->sw_keep_off) != READ_ONCE(ctx->sw_keep_len);
 }
 
 /* ---- the ULP ---- */
@@ -778,6 +1043,7 @@ static int hs_wait(struct sock *sk, struct ntbsmc_sock *ctx, int msg_flags, long
 static int ntbsmc_sendmsg(struct sock *sk, struct msghdr *msg, size_t len)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
+	size_t sent = 0;
 	long timeo;
 	int rc;
 
@@ -788,13 +1054,32 @@ static int ntbsmc_sendmsg(struct sock *sk, struct msghdr *msg, size_t len)
 		release_sock(sk);
 		return rc;
 	}
+	while (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+		struct ntbsmc_conn *conn = ctx_conn_locked(sk, ctx);
+
+		rc = ntbsmc_conn_sendmsg(sk, conn, msg, len - sent);
+		if (rc > 0) {
+			sent += rc;
+			if (!msg_data_left(msg) || !ntbsmc_conn_switching(conn))
+				break;
+			continue;	/* the rest after the switch */
+		}
+		if (rc == -NTBSMC_ESWITCH)
+			rc = sw_wait(sk, ctx, conn, &timeo);
+		if (rc) {
+			release_sock(sk);
+			return sent ?: rc;
+		}
+	}
 	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
-		rc = ntbsmc_conn_sendmsg(sk, ctx_conn_locked(sk, ctx), msg, len);
 		release_sock(sk);
-		return rc;
+		return sent;
 	}
 	release_sock(sk);
-	return ctx->sk_proto->sendmsg(sk, msg, len);
+	rc = ctx->sk_proto->sendmsg(sk, msg, len - sent);
+	if (!sent)
+		return rc;
+	return rc > 0 ? sent + rc : sent;
 }
 
 static int ntbsmc_recvmsg(struct sock *sk, struct msghdr *msg, size_t len,
@@ -813,12 +1098,31 @@ static int ntbsmc_recvmsg(struct sock *sk, struct msghdr *msg, size_t len,
 		release_sock(sk);
 		return rc;
 	}
-	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+	while (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
+		struct ntbsmc_conn *conn = ctx_conn_locked(sk, ctx);
+
 		if (flags & MSG_OOB)
 			rc = -EINVAL;	/* no urgent data over NTB */
 		else
-			rc = ntbsmc_conn_recvmsg(sk, ctx_conn_locked(sk, ctx), msg, len, flags);
+			rc = ntbsmc_conn_recvmsg(sk, conn, msg, len, flags);
+		if (rc == -NTBSMC_ESWITCH) {
+			rc = sw_wait(sk, ctx, conn, &timeo);
+			if (!rc)
+				continue;
+		}
 		release_sock(sk);
+		return rc;
+	}
+	if (sw_kept(ctx) && !(flags & MSG_OOB)) {
+		rc = sw_read_kept(sk, ctx, msg, len, flags);
+		release_sock(sk);
+		/* MSG_WAITALL: the rest from TCP */
+		if (rc > 0 && rc < len && (flags & MSG_WAITALL) && !(flags & MSG_PEEK)) {
+			int more = ctx->sk_proto->recvmsg(sk, msg, len - rc, flags, addr_len);
+
+			if (more > 0)
+				rc += more;
+		}
 		return rc;
 	}
 	release_sock(sk);
@@ -917,6 +1221,10 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 		if (conn->mirror)
 			info.flags |= NTBSMC_INFO_F_SWITCH;
 	}
+	if (ctx->sw_time) {
+		info.flags |= NTBSMC_INFO_F_FAILED_OVER;
+		info.switch_time = ctx->sw_time;
+	}
 	release_sock(sk);
 	len = min_t(int, len, sizeof(info));
 	if (put_user(len, optlen) || copy_to_user(optval, &info, len))
@@ -978,6 +1286,8 @@ static void ntbsmc_close(struct sock *sk, long timeout)
 	abort = sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime;
 	if (in_handshake(sk, ctx) && !abort && hs_close_defer(sk, ctx))
 		return;
+	/* what we sent must reach the peer before our FIN does */
+	sw_wait_end(sk, ctx);
 	conn = ctx_take_conn(ctx, NTBSMC_SOCK_CLOSED);
 	if (conn) {
 		if (!abort && timeout)
@@ -1029,6 +1339,7 @@ static int disconnect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 		release_sock(sk);
 		return rc;
 	}
+	sw_wait_end(sk, ctx);
 	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
 		ntbsmc_conn_abort(ctx_conn_locked(sk, ctx), "disconnected (connect AF_UNSPEC)");
 		tcp_sk(sk)->syn_smc = 0;
@@ -1140,7 +1451,8 @@ static __poll_t ntbsmc_poll(struct file *file, struct socket *sock,
 		return ntbsmc_conn_poll(sk, conn);
 	}
 	if (!in_handshake(sk, ctx))
-		return ctx->sk_ops->poll(file, sock, wait);
+		return ctx->sk_ops->poll(file, sock, wait) |
+		       (sw_kept(ctx) ? EPOLLIN | EPOLLRDNORM : 0);
 	/* Negotiating: nothing to report yet but errors; ctx_finish() wakes us. */
 	sock_poll_wait(file, sock, wait);
 	return READ_ONCE(sk->sk_err) ? EPOLLERR : 0;

@@ -300,6 +300,7 @@ enum ntbsmc_clc_type {
 	NTBSMC_CLC_DECLINE,
 	NTBSMC_CLC_CHALLENGE,		/* version 4's answer to HELLO */
 	NTBSMC_CLC_DECLINE_MAC,		/* version 6: the client's DECLINE of an ACCEPT */
+	NTBSMC_CLC_SWITCH,		/* version 7, after the handshake: switch.md */
 };
 
 struct ntbsmc_clc_hdr {
@@ -382,6 +383,26 @@ struct ntbsmc_clc_decline_mac {
 } __packed;
 
 /*
+ * Version 7: an end that stopped writing into the peer's buffer says how far it
+ * received there (@rx_end: the peer resends from it over TCP) and how far it
+ * sent (@tx_end); with NTBSMC_SWITCH_WRITE_DONE its stream ends at @tx_end (a
+ * FIN follows its resend). @seq counts the connection's switches from 1.
+ * mac = MAC(the sender's switch key, "ntbsmc7S" SWITCH[..mac]).
+ */
+#define NTBSMC_MAC_LABEL_SWITCH		"ntbsmc7S"
+#define NTBSMC_SWITCH_WRITE_DONE	0x01
+struct ntbsmc_clc_switch {
+	struct ntbsmc_clc_hdr hdr;
+	u8 seq;
+	u8 flags;
+	u8 reserved[2];
+	__be64 rx_end;
+	__be64 tx_end;
+	u8 mac[NTBSMC_MAC_LEN];
+	struct ntbsmc_clc_trailer trl;
+} __packed;
+
+/*
  * The TCP connection a handshake runs on, as both ends name it: IPv4 addresses
  * mapped into IPv6 (::ffff:a.b.c.d), ports in network order.
  */
@@ -400,6 +421,7 @@ static_assert(sizeof(struct ntbsmc_clc_confirm) == 44);
 static_assert(sizeof(struct ntbsmc_clc_decline) == 16);
 static_assert(sizeof(struct ntbsmc_clc_decline_mac) == 32);
 static_assert(sizeof(struct ntbsmc_clc_tcp_id) == 36);
+static_assert(sizeof(struct ntbsmc_clc_switch) == 48);
 
 #define NTBSMC_CLC_MAX_LEN	sizeof(struct ntbsmc_clc_proposal)
 

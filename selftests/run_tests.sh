@@ -67,7 +67,7 @@ mapfile -t TESTS < <(make -s -C "$REPO/selftests" list)
 # between a 6.1 and a 6.12 host on ntb_hw_plx). So the two chains of boots
 # take about as long.
 ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/hostile.sh dma/faults.sh
-	    dma/faults_plx.sh dma/stuck.sh ulp/orphans.sh
+	    dma/faults_plx.sh dma/stuck.sh ulp/orphans.sh ulp/failover.sh
 	    ulp/buffers.sh ulp/close.sh dma/choice.sh ulp/wakeup.sh)
 TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
 	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh

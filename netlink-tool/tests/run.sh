@@ -502,6 +502,9 @@ Connections
   declined: max_handshakes                    21000
   reset (aborted)                             10000
   orphans reset                               19000
+  no copy kept (cannot switch)                29000
+  moved to TCP (link lost)                    30000
+  switches that reset                         32000
 Bytes
   sent over NTB                                4000
   received over NTB                            5000
@@ -509,6 +512,7 @@ Bytes
   moved by DMA                                12000
   of those, zero-copy                         16000
   DMA writes redone by the CPU                17000
+  sent again over TCP                         31000
 Link
   posted writes                               22000
   of <= 64 B                                  23000
@@ -543,8 +547,9 @@ d['fallback_server']['declined'] == 1 and d['fallback_server']['timeout'] == 0" 
 	"fake: -j stats: all reasons, in order"
 # Each counter is 1000 times its attribute number in tests/fake_kernel.c.
 json "list(d) == ['conn_ntb', 'conn_tcp', 'handshake_errors', 'handshakes_peak',
-'handshakes_congested', 'aborts', 'orphan_resets', 'tx_bytes', 'rx_bytes', 'cpu_bytes',
-'dma_bytes', 'zc_bytes', 'dma_failed', 'link_writes', 'link_writes_small',
+'handshakes_congested', 'aborts', 'orphan_resets', 'no_mirror', 'switch_to_tcp',
+'switch_failed', 'tx_bytes', 'rx_bytes', 'cpu_bytes', 'dma_bytes', 'zc_bytes', 'dma_failed',
+'switch_resent_bytes', 'link_writes', 'link_writes_small',
 'link_writes_medium', 'link_writes_large', 'link_write_bytes', 'link_reads', 'doorbells_tx',
 'doorbells_rx', 'interrupts', 'doorbells_suppressed', 'notify_lost', 'buffer_full',
 'fallback_client', 'fallback_server'] and d['link_writes'] == 22000 and

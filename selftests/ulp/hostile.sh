@@ -173,13 +173,17 @@ fi
 second_done
 barrier late-done
 
-# Link down under a running connection: both ends are reset within a bound; while
-# the link is down new connections stay TCP; then it comes back. The reader (host
+# Link down under a running connection of version 6 (sysctl switch=0 on both
+# hosts; version 7's move to TCP is ulp/failover.sh's): both ends are reset
+# within a bound; while the link is down new connections stay TCP; then it
+# comes back. The reader (host
 # a's server, one way) is told of its reset 1 s late (fault abort_report_delay),
 # while the writer, reset at once, closes and its TCP FIN arrives: the reader
 # must read ECONNRESET after the last byte that came, never EOF (a truncation it
 # would take for success).
 port=$((port + 1))
+inns sysctl -qw net.ntbsmc.switch=0 || fail "sysctl switch"
+barrier down-v6
 if [ "$ROLE" = a ]; then
 	fault_set abort_report_delay 1 1000 $port
 	inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >$WORK/down.json &
@@ -215,6 +219,7 @@ else
 	check "client not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
 	check "client took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 fi
+inns sysctl -qw net.ntbsmc.switch=1 || fail "sysctl switch"
 xfer_one while_down "--ulp" "--ulp --bytes 100000 --both"
 check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
 	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = tcp/true ]

@@ -409,13 +409,15 @@ static void print_info(int fd)
 	printf("\"mode\": \"%s\", \"reason\": \"%s\", \"peer_reason\": \"%s\", \"lgr\": %u, "
 	       "\"ntb_tx_bytes\": %llu, \"ntb_rx_bytes\": %llu, \"rmb_size\": %u, "
 	       "\"peer_rmb_size\": %u, \"ntb_cpu_bytes\": %llu, \"ntb_dma_bytes\": %llu, "
-	       "\"ntb_zc_bytes\": %llu, \"version\": %u, \"can_switch\": %s",
+	       "\"ntb_zc_bytes\": %llu, \"version\": %u, \"can_switch\": %s, "
+	       "\"failed_over\": %s",
 	       mode_name(info.mode, b1, sizeof(b1)), reason_name(info.reason, b2, sizeof(b2)),
 	       reason_name(info.peer_reason, b3, sizeof(b3)), info.lgr_id,
 	       (unsigned long long)info.tx_bytes, (unsigned long long)info.rx_bytes,
 	       info.rmb_size, info.peer_rmb_size, (unsigned long long)info.cpu_bytes,
 	       (unsigned long long)info.dma_bytes, (unsigned long long)info.zc_bytes,
-	       info.version, info.flags & NTBSMC_INFO_F_SWITCH ? "true" : "false");
+	       info.version, info.flags & NTBSMC_INFO_F_SWITCH ? "true" : "false",
+	       info.flags & NTBSMC_INFO_F_FAILED_OVER ? "true" : "false");
 }
 
 static unsigned int port_of(const struct sockaddr_storage *ss)

@@ -111,6 +111,7 @@ enum ntbsmc_reason {
  * @zc_bytes: of @dma_bytes, straight from the sender's pages (zero-copy)
  * @version: the ntbsmc protocol version the handshake agreed on, else 0
  * @flags: NTBSMC_INFO_F_*
+ * @switch_time: when it moved to TCP (CLOCK_REALTIME, ns), else 0
  *
  * Later versions only append fields; the kernel fills as much as optlen asks for.
  */
@@ -128,6 +129,7 @@ struct ntbsmc_info {
 	__u64 zc_bytes;
 	__u32 version;
 	__u32 flags;
+	__u64 switch_time;
 };
 
 /*
@@ -135,6 +137,8 @@ struct ntbsmc_info {
  *	the NTB link goes (protocol version 7, with the copy of its writes kept)
  */
 #define NTBSMC_INFO_F_SWITCH	(1U << 0)
+/* @NTBSMC_INFO_F_FAILED_OVER: it moved from NTB to TCP (at &ntbsmc_info.switch_time) */
+#define NTBSMC_INFO_F_FAILED_OVER	(1U << 1)
 
 
 /*
@@ -415,6 +419,12 @@ enum ntbsmc_conn_attr {
  * @NTBSMC_STATS_NO_MIRROR: connections of protocol version 7 that could not
  *	keep the copy of their writes a switch of transport resends from: they
  *	are reset on link loss, as version 6's are
+ * @NTBSMC_STATS_SWITCH_TCP: connections moved from NTB to their TCP connection
+ *	(the link went)
+ * @NTBSMC_STATS_SWITCH_RESENT: bytes those switches sent again over TCP (sent
+ *	over NTB, not known to have landed)
+ * @NTBSMC_STATS_SWITCH_FAILED: switches that ended in a reset (a peer that did
+ *	not answer in switch_timeout_ms, a bad SWITCH, TCP failing, no memory)
  */
 enum ntbsmc_stats_attr {
 	NTBSMC_STATS_UNSPEC,
@@ -447,6 +457,9 @@ enum ntbsmc_stats_attr {
 	NTBSMC_STATS_LINK_READS,
 	NTBSMC_STATS_IRQ,
 	NTBSMC_STATS_NO_MIRROR,
+	NTBSMC_STATS_SWITCH_TCP,
+	NTBSMC_STATS_SWITCH_RESENT,
+	NTBSMC_STATS_SWITCH_FAILED,
 
 	__NTBSMC_STATS_MAX
 };
