@@ -284,15 +284,28 @@ barrier servers-up
 singles "tcp-$LINK" tcp "1024 1048576" - "$SRV" "$PORT_TCP"
 singles "ntbsmc (unpriced)" ntb: "1024 1048576" - --ulp "$SRV" "$PORT_ULP"
 
-# Streams at 64 KiB writes.
+# Streams at 64 KiB writes; in each round also one of protocol version 6
+# (host a's connects offer only it: sysctl switch=0), which keeps no copy of
+# what it sent for a switch of transport: what that copy costs.
 for r in $(seq "$PAIRS"); do
 	sample "stream tcp" tcp "$SRV" "$PORT_TCP" stream 65536 "$SECS"
 	for v in $(variants "$r"); do
 		mode 0 "$v"
 		sample "stream $v" ntb: --ulp "$SRV" "$PORT_ULP" stream 65536 "$SECS"
 	done
+	mode 0 unpriced
+	[ "$ROLE" = a ] && { inns sysctl -qw net.ntbsmc.switch=0 || check "switch=0" false; }
+	sample "stream v6" ntb: --ulp "$SRV" "$PORT_ULP" stream 65536 "$SECS"
+	[ "$ROLE" = a ] && { inns sysctl -qw net.ntbsmc.switch=1 || check "switch=1" false; }
 done
 compare stream-64k "stream, 64 KiB writes" "MB/s" "stream tcp" "TCP ($LINK)" stream
+if [ "$ROLE" = a ]; then
+	s6=${samples[stream v6]}
+	bench "stream, 64 KiB writes: ntbsmc version 6 (no copy for a switch) unpriced MB/s, median [samples by round]" \
+		"$(median %.1f "$s6") [${s6# }]"
+	bench "stream, 64 KiB writes: version 7 / version 6 unpriced MB/s by round, median [min-max]" \
+		"$(summary %.2f "$(ratios "${samples[stream unpriced]}" "$s6")")"
+fi
 
 # 1-byte round trips: per round TCP, then each ntbsmc variant with interrupts
 # and busy-polling, in the order that switches the least (a switch of
