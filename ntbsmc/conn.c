@@ -451,6 +451,8 @@ bool ntbsmc_conn_failover(struct ntbsmc_conn *conn)
 	conn->sw_keep = keep;
 	conn->sw_keep_len = n;
 	conn->sw_rx_end = to;
+	/* final: senders advance it only inside the SRCU section, with the link up */
+	conn->sw_tx_end = READ_ONCE(conn->tx_prod);
 	/*
 	 * The peer's CLOSED follows its last cursor: everything it sent is here,
 	 * and it reads nothing more (nor will its socket, closed, switch).
@@ -466,6 +468,7 @@ bool ntbsmc_conn_failover(struct ntbsmc_conn *conn)
 		goto fail;
 	}
 	/* waiters look again, and wait for the switch's end */
+	wake_up_all(&conn->tx_wq);
 	ntbsmc_conn_wake(sk, NTBSMC_WAKE_ALL);
 	sock_put(sk);
 	return true;

@@ -362,14 +362,15 @@ struct ntbsmc_conn {
 	 * switch work). @switching: set by ntbsmc_conn_failover() under
 	 * conn->lock once no reader or writer of the socket is in the windows;
 	 * from then on the socket waits for the switch's end. @sw_rx_end: the
-	 * peer's producer cursor we received up to; @sw_keep: the @sw_keep_len
+	 * peer's producer cursor we received up to, @sw_tx_end: our producer
+	 * cursor, final by then; @sw_keep: the @sw_keep_len
 	 * bytes of it not read yet, copied out of our buffer before its slot
 	 * went; the switch work hands them to the socket (ctx->sw_keep), or
 	 * conn_free() frees them.
 	 */
 	bool switching;
 	bool sw_peer_closed;	/* the peer's CLOSED came before: nothing to exchange */
-	u64 sw_rx_end;
+	u64 sw_rx_end, sw_tx_end;
 	void *sw_keep;
 	u32 sw_keep_len;
 	u64 tx_bytes, rx_bytes;

@@ -69,8 +69,12 @@ int ntbsmc_conn_recvmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		return 0;
 	ntbsmc_conn_check_tcp(sk, conn);
 	while (copied < len) {
-		if (READ_ONCE(conn->switching)) {
-			err = -NTBSMC_ESWITCH;	/* what is left is the switch's */
+		/*
+		 * The link went under a connection that can switch: the rest is
+		 * the switch's, and conn_readable() would not let us sleep.
+		 */
+		if (ntbsmc_conn_switching(conn)) {
+			err = -NTBSMC_ESWITCH;
 			break;
 		}
 		err = ntbsmc_conn_update(conn);

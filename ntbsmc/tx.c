@@ -338,11 +338,20 @@ out:
  * the ring's tail (drained) or makes one entry of a full ring free:
  * ntbsmc_txseg_done() wakes for nothing else.
  */
-static void tx_seg_wait(struct ntbsmc_conn *conn, u32 upto)
+static bool tx_seg_wait(struct ntbsmc_conn *conn, u32 upto)
 {
 	might_sleep();
 	WARN_ON_ONCE(upto != conn->seg_tail && upto != conn->seg_tail - NTBSMC_TX_SEGS + 1);
-	wait_event(conn->tx_wq, (s32)(READ_ONCE(conn->seg_head) - upto) >= 0);
+	/*
+	 * Not across a switch of transport: the socket lock we hold is the
+	 * switch's too, and an engine that cannot be stopped may keep its
+	 * segments long after the link went (ntbsmc_conn_failover() wakes us).
+	 * The mirror holds what they carry; their pages stay pinned until they
+	 * retire. False if it left for the switch.
+	 */
+	wait_event(conn->tx_wq, (s32)(READ_ONCE(conn->seg_head) - upto) >= 0 ||
+		   ntbsmc_conn_switching(conn));
+	return (s32)(READ_ONCE(conn->seg_head) - upto) >= 0;
 }
 
 /*
@@ -388,8 +397,8 @@ static int tx_seg_send(struct ntbsmc_conn *conn, struct msghdr *msg, u32 n, bool
 			spin_unlock_irqrestore(&conn->lock, flags);
 			if (full)
 				return -EAGAIN;
-		} else {
-			tx_seg_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1);
+		} else if (!tx_seg_wait(conn, conn->seg_tail - NTBSMC_TX_SEGS + 1)) {
+			return -NTBSMC_ESWITCH;
 		}
 	}
 
@@ -594,8 +603,11 @@ static int conn_send_cpu(struct sock *sk, struct ntbsmc_conn *conn, struct msghd
 	} else if (fault_in_iov_iter_readable(&msg->msg_iter, n) == n) {
 		return -EFAULT;
 	}
-	if (conn->seg_head != conn->seg_tail)
-		tx_seg_wait(conn, conn->seg_tail);
+	if (conn->seg_head != conn->seg_tail && !tx_seg_wait(conn, conn->seg_tail)) {
+		if (staged)
+			iov_iter_revert(&msg->msg_iter, staged);	/* not sent */
+		return -NTBSMC_ESWITCH;
+	}
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->tx_busy++;
 	spin_unlock_irqrestore(&conn->lock, flags);
@@ -659,8 +671,9 @@ int ntbsmc_conn_sendmsg(struct sock *sk, struct ntbsmc_conn *conn,
 		path = NTBSMC_TX_DMA;
 	ntbsmc_conn_check_tcp(sk, conn);
 	while (msg_data_left(msg)) {
-		if (READ_ONCE(conn->switching)) {
-			err = -NTBSMC_ESWITCH;	/* the rest goes over TCP */
+		/* the rest goes over TCP; conn_writable() would not let us sleep */
+		if (ntbsmc_conn_switching(conn)) {
+			err = -NTBSMC_ESWITCH;
 			break;
 		}
 		err = ntbsmc_conn_update(conn);

@@ -602,13 +602,22 @@ static void ntbsmc_sw_work(struct work_struct *work)
 	ctx_hook(ctx, sk, NULL);	/* io_wait() and sw_resend() are woken */
 	write_unlock_bh(&sk->sk_callback_lock);
 
-	/* no sender is in the NTB path: each waits for this switch, unlocked */
-	lock_sock(sk);
+	/*
+	 * Not under the socket lock, which a sender may hold while an engine
+	 * keeps its segments: what we say was fixed by ntbsmc_conn_failover().
+	 */
 	mine.rx_end = conn->sw_rx_end;
-	mine.tx_end = conn->tx_prod;
+	mine.tx_end = conn->sw_tx_end;
+	seen_cons = READ_ONCE(conn->peer_cons);
+	/*
+	 * A stream that ended over NTB (shutdown(SHUT_WR)) has not ended on TCP:
+	 * TCP may send our SWITCH and the resend, then its FIN (below). Any
+	 * sender waits for us meanwhile, and shutdown() too.
+	 */
+	lock_sock(sk);
 	if (sk->sk_shutdown & SEND_SHUTDOWN)
 		mine.flags |= NTBSMC_SWITCH_WRITE_DONE;
-	seen_cons = READ_ONCE(conn->peer_cons);
+	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown & ~SEND_SHUTDOWN);
 	release_sock(sk);
 
 	if (!conn->sw_peer_closed) {
@@ -622,8 +631,11 @@ static void ntbsmc_sw_work(struct work_struct *work)
 	}
 
 	lock_sock(sk);
-	if (!rc && (mine.flags & NTBSMC_SWITCH_WRITE_DONE))
-		ctx->sk_proto->shutdown(sk, SEND_SHUTDOWN);
+	if (mine.flags & NTBSMC_SWITCH_WRITE_DONE) {
+		WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | SEND_SHUTDOWN);
+		if (!rc)
+			ctx->sk_proto->shutdown(sk, SEND_SHUTDOWN);	/* FIN after the resend */
+	}
 	if (!rc && !ntbsmc_sock_dead(ctx) && READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB) {
 		ctx->sw_keep = conn->sw_keep;
 		ctx->sw_keep_len = conn->sw_keep_len;
@@ -1472,6 +1484,7 @@ static int ntbsmc_shutdown(struct socket *sock, int how)
 	if ((how & ~SHUTDOWN_MASK) || !how)
 		return -EINVAL;
 	lock_sock(sk);
+	sw_wait_end(sk, ctx);	/* its SEND_SHUTDOWN is the switch's meanwhile */
 	if (in_handshake(sk, ctx)) {
 		ctx->hs_shutdown |= how;
 	} else if (ctx->mode == NTBSMC_MODE_NTB) {
