@@ -536,6 +536,23 @@ static int sw_resend(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, u64 from
 {
 	struct sock *sk = ctx->sk;
 	u32 size = conn->peer_rmb_size;
+	int sndbuf, grown = 0, rc = 0;
+
+	/*
+	 * Queued at once, whatever the peer's window: the peer's application
+	 * reads it only once its own switch ended, which may wait for its own
+	 * resend to us; both waiting for the other's window would hold both
+	 * switches until their bound. The send buffer grows for it (up to the
+	 * peer's buffer, twice for the skbs' overhead) and shrinks back after.
+	 */
+	lock_sock(sk);
+	sndbuf = READ_ONCE(sk->sk_sndbuf);
+	if (to != from) {
+		grown = max_t(int, sndbuf, READ_ONCE(sk->sk_wmem_queued) + 2 * (int)(to - from) +
+			      SKB_TRUESIZE(SKB_MAX_ALLOC));
+		WRITE_ONCE(sk->sk_sndbuf, grown);
+	}
+	release_sock(sk);
 
 	while (from != to) {
 		u32 off = from & (size - 1);
@@ -549,20 +566,32 @@ static int sw_resend(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, u64 from
 		rc = ctx->sk_proto->sendmsg(sk, &msg, n);
 		if (rc > 0) {
 			from += rc;
+			rc = 0;
 			continue;
 		}
-		if (rc != -EAGAIN)
-			return rc ?: -ECONNRESET;
+		if (rc != -EAGAIN) {
+			rc = rc ?: -ECONNRESET;
+			break;
+		}
+		rc = 0;
 		left = deadline - jiffies;
-		if (left <= 0)
-			return -ETIMEDOUT;
-		/* the write_space hook wakes us; a tenth of a second at most */
+		if (left <= 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		/* (TCP's memory pressure) the write_space hook wakes us */
 		wait_event_timeout(ctx->hs_wq, sk_stream_is_writeable(sk) ||
 				   READ_ONCE(sk->sk_err) ||
 				   (READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN),
 				   min_t(long, left, HZ / 10));
 	}
-	return 0;
+	if (grown) {
+		lock_sock(sk);
+		if (READ_ONCE(sk->sk_sndbuf) == grown)	/* (SO_SNDBUF meanwhile: its own) */
+			WRITE_ONCE(sk->sk_sndbuf, sndbuf);
+		release_sock(sk);
+	}
+	return rc;
 }
 
 static const char *sw_why(int rc)

@@ -194,13 +194,15 @@ for prof in $PROFILES; do
 	# reset; never a wrong byte.
 	engine "$prof-linkloss" "$prof"
 	[ "$ROLE" = b ] && echo 20000 >"$SOFT_DMA/latency_us"
-	# (Open, selftests/README.md: here the switches of both ends sometimes
-	# wait for each other's SWITCH until their bound, and reset; the moves
-	# are counted, not required, until that is found)
+	# (Both ends resend up to 1 MiB here: before the resend was queued at
+	# once, each waited for the other's window, which opens only once the
+	# other's switch ended, until the bound: none of two moved. One must;
+	# a reset of the other is accepted, never a wrong byte: Open.)
 	MOVED=0
 	STREAM_OPTS=--allow-reset STREAM_WANT=moved STREAM_HOOK=linkloss_hook \
 		streams "$prof-linkloss" 2 $((64 * MB))
-	log "$prof-linkloss: $MOVED of 2 streams moved to TCP intact, the others reset"
+	check "$prof-linkloss: $MOVED of 2 streams moved to TCP intact, want 1 at least" \
+		[ "$MOVED" -ge 1 ]
 	[ "$ROLE" = b ] && engine_defaults
 	barrier "$prof-linkloss-unbound"
 	[ "$ROLE" = b ] && port_bind
