@@ -310,43 +310,54 @@ struct clc_transcript {
 #define CLC_MAC_CONFIRM		offsetof(struct clc_transcript, fin.conf.mac)
 #define CLC_MAC_DECLINE		offsetof(struct clc_transcript, fin.dec.mac)
 
-/* MAC(@key, the transcript up to @len) as wire.h defines it, into @mac. */
-static void clc_mac(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t,
-		    const char *label, size_t len, u8 mac[NTBSMC_MAC_LEN])
+/* MAC(@key, @len bytes at @data) as wire.h defines it, into @mac. */
+static void mac_of(const u8 key[NTBSMC_SECRET_LEN], const void *data, size_t len,
+		   u8 mac[NTBSMC_MAC_LEN])
 {
 	siphash_key_t k;
 	int i;
 
-	memcpy(t->label, label, sizeof(t->label));
 	for (i = 0; i < 2; i++) {
 		k.key[0] = get_unaligned_le64(key + 16 * i);
 		k.key[1] = get_unaligned_le64(key + 16 * i + 8);
-		put_unaligned_le64(siphash(t, len, &k), mac + 8 * i);
+		put_unaligned_le64(siphash(data, len, &k), mac + 8 * i);
 	}
 	memzero_explicit(&k, sizeof(k));
 }
 
 /*
- * The peer's MAC at @len in @t is the one @key makes: compared in constant time,
- * as crypto_memneq() does (which lives in the crypto API, a module some kernels
- * build without).
+ * @got is the MAC we computed into @want (cleared here): compared in constant
+ * time, as crypto_memneq() does (which lives in the crypto API, a module some
+ * kernels build without).
  */
-static bool clc_mac_ok(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t,
-		       const char *label, size_t len)
+static bool mac_matches(u8 want[NTBSMC_MAC_LEN], const u8 *got)
 {
-	const u8 *got = (const u8 *)t + len;
-	u8 want[NTBSMC_MAC_LEN];
 	unsigned int i, diff = 0;
-	bool ok;
 
-	clc_mac(key, t, label, len, want);
 	for (i = 0; i < NTBSMC_MAC_LEN; i++) {
 		diff |= want[i] ^ got[i];
 		OPTIMIZER_HIDE_VAR(diff);
 	}
-	ok = !diff;
-	memzero_explicit(want, sizeof(want));
-	return ok;
+	memzero_explicit(want, NTBSMC_MAC_LEN);
+	return !diff;
+}
+
+/* MAC(@key, the transcript up to @len) as wire.h defines it, into @mac. */
+static void clc_mac(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t,
+		    const char *label, size_t len, u8 mac[NTBSMC_MAC_LEN])
+{
+	memcpy(t->label, label, sizeof(t->label));
+	mac_of(key, t, len, mac);
+}
+
+/* The peer's MAC at @len in @t is the one @key makes. */
+static bool clc_mac_ok(const u8 key[NTBSMC_SECRET_LEN], struct clc_transcript *t,
+		       const char *label, size_t len)
+{
+	u8 want[NTBSMC_MAC_LEN];
+
+	clc_mac(key, t, label, len, want);
+	return mac_matches(want, (const u8 *)t + len);
 }
 
 /*
@@ -904,19 +915,10 @@ static void clc_switch_mac(const u8 key[NTBSMC_SECRET_LEN], const struct ntbsmc_
 		u8 label[8];
 		struct ntbsmc_clc_switch m;
 	} __packed b;
-	siphash_key_t k;
-	int i;
 
 	memcpy(b.label, NTBSMC_MAC_LABEL_SWITCH, sizeof(b.label));
 	b.m = *m;
-	for (i = 0; i < 2; i++) {
-		k.key[0] = get_unaligned_le64(key + 16 * i);
-		k.key[1] = get_unaligned_le64(key + 16 * i + 8);
-		put_unaligned_le64(siphash(&b, sizeof(b.label) +
-					   offsetof(struct ntbsmc_clc_switch, mac), &k),
-				   mac + 8 * i);
-	}
-	memzero_explicit(&k, sizeof(k));
+	mac_of(key, &b, sizeof(b.label) + offsetof(struct ntbsmc_clc_switch, mac), mac);
 }
 
 /*
@@ -933,7 +935,6 @@ int ntbsmc_clc_switch(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
 	struct ntbsmc_net *nn = ntbsmc_net(sock_net(ctx->sk));
 	struct ntbsmc_clc_switch out = {}, in;
 	u8 want[NTBSMC_MAC_LEN];
-	unsigned int i, diff = 0;
 	struct clc_io io;
 	int rc;
 
@@ -958,12 +959,7 @@ int ntbsmc_clc_switch(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
 	if (in.hdr.type != NTBSMC_CLC_SWITCH)
 		return -EPROTO;
 	clc_switch_mac(conn->sw_key_rx, &in, want);
-	for (i = 0; i < NTBSMC_MAC_LEN; i++) {
-		diff |= want[i] ^ in.mac[i];
-		OPTIMIZER_HIDE_VAR(diff);
-	}
-	memzero_explicit(want, sizeof(want));
-	if (diff || in.seq != mine->seq || (in.flags & ~NTBSMC_SWITCH_WRITE_DONE))
+	if (!mac_matches(want, in.mac) || in.seq != mine->seq || (in.flags & ~NTBSMC_SWITCH_WRITE_DONE))
 		return -EPROTO;
 	peer->seq = in.seq;
 	peer->flags = in.flags;
