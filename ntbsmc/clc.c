@@ -959,7 +959,8 @@ int ntbsmc_clc_switch(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
 	if (in.hdr.type != NTBSMC_CLC_SWITCH)
 		return -EPROTO;
 	clc_switch_mac(conn->sw_key_rx, &in, want);
-	if (!mac_matches(want, in.mac) || in.seq != mine->seq || (in.flags & ~NTBSMC_SWITCH_WRITE_DONE))
+	if (!mac_matches(want, in.mac) || in.seq != mine->seq ||
+	    (in.flags & ~NTBSMC_SWITCH_WRITE_DONE))
 		return -EPROTO;
 	peer->seq = in.seq;
 	peer->flags = in.flags;
