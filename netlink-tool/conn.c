@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <linux/ntbsmc.h>
 
@@ -47,6 +48,9 @@ static const struct nla_policy conn_policy[NTBSMC_CONN_MAX + 1] = {
 	[NTBSMC_CONN_LINK_WRITE_BYTES]	= { .type = NLA_U64 },
 	[NTBSMC_CONN_LINK_READS]	= { .type = NLA_U64 },
 	[NTBSMC_CONN_DOORBELLS]		= { .type = NLA_U64 },
+	[NTBSMC_CONN_VERSION]		= { .type = NLA_U32 },
+	[NTBSMC_CONN_FLAGS]		= { .type = NLA_U32 },
+	[NTBSMC_CONN_SWITCH_TIME]	= { .type = NLA_U64 },
 };
 
 /* Text columns, in output order. */
@@ -444,6 +448,50 @@ static void print_family(const struct nlattr *a)
 	print_string(PRINT_JSON, "family", NULL, buf);
 }
 
+static bool conn_flag(struct nlattr *const *a, uint32_t flag)
+{
+	return a[NTBSMC_CONN_FLAGS] && (nla_get_u32(a[NTBSMC_CONN_FLAGS]) & flag);
+}
+
+/*
+ * The protocol version and the move to TCP: JSON "version", "can_switch" and
+ * "failed_over" (null unless a handshake agreed a version) and "switch_time"
+ * (ns since the epoch, null if it did not move); the details line " version 7",
+ * " failed_over 2026-11-27T10:00:00.123Z" (UTC).
+ */
+static void print_switch(struct nlattr *const *a)
+{
+	const struct nlattr *when = a[NTBSMC_CONN_SWITCH_TIME];
+	enum print_type t = show_details ? PRINT_ANY : PRINT_JSON;
+	char buf[40] = "-";
+	struct tm tm;
+	uint64_t ns;
+	time_t sec;
+
+	print_attr_u32(a[NTBSMC_CONN_VERSION] ? t : PRINT_JSON, "version", " version %s",
+		       a[NTBSMC_CONN_VERSION]);
+	if (a[NTBSMC_CONN_FLAGS]) {
+		print_bool(PRINT_JSON, "can_switch", NULL, conn_flag(a, NTBSMC_INFO_F_SWITCH));
+		print_bool(PRINT_JSON, "failed_over", NULL,
+			   conn_flag(a, NTBSMC_INFO_F_FAILED_OVER));
+	} else {
+		print_null(PRINT_JSON, "can_switch", NULL);
+		print_null(PRINT_JSON, "failed_over", NULL);
+	}
+	if (!when) {
+		print_null(PRINT_JSON, "switch_time", NULL);
+		return;
+	}
+	ns = nla_get_u64(when);
+	print_u64(PRINT_JSON, "switch_time", NULL, ns);
+	sec = ns / 1000000000;
+	if (gmtime_r(&sec, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ".%03uZ",
+			 (unsigned int)(ns % 1000000000 / 1000000));
+	if (show_details)
+		print_string(PRINT_FP, NULL, " failed_over %s", buf);
+}
+
 /* Text: a cell padded to its column, "  " between columns, none after the last. */
 static void cell_fmt(char *fmt, size_t size, int col, const int *width)
 {
@@ -494,6 +542,7 @@ static void conn_print(const struct conn *c, const int *width)
 		print_fp("\t%s", nla_get_u8(a[NTBSMC_CONN_CLIENT]) ? "client" : "server");
 	else if (show_details)
 		print_fp("\t-");
+	print_switch(a);
 	print_attr_string(t, "dev", " dev %s", a[NTBSMC_CONN_DEV]);
 	print_attr_u32(t, "rmb_size", " rmb %s", a[NTBSMC_CONN_RMB_SIZE]);
 	print_attr_u32(t, "peer_rmb_size", " peer_rmb %s", a[NTBSMC_CONN_PEER_RMB_SIZE]);

@@ -182,6 +182,20 @@ static int put_conn_ntb(struct sk_buff *skb, const struct ntbsmc_conn *conn)
 	return 0;
 }
 
+/* A connection's protocol version and whether it moved to TCP, in any mode. */
+static int put_conn_switch(struct sk_buff *skb, struct ntbsmc_sock *ctx,
+			   struct ntbsmc_conn *conn)
+{
+	u64 when = READ_ONCE(ctx->sw_time);
+
+	if (nla_put_u32(skb, NTBSMC_CONN_VERSION, conn->version) ||
+	    nla_put_u32(skb, NTBSMC_CONN_FLAGS, ntbsmc_info_flags(ctx, conn)))
+		return -EMSGSIZE;
+	if (when && nla_put_u64_64bit(skb, NTBSMC_CONN_SWITCH_TIME, when, NTBSMC_CONN_PAD))
+		return -EMSGSIZE;
+	return 0;
+}
+
 static int put_conn(struct sk_buff *skb, struct user_namespace *uns,
 		    struct ntbsmc_sock *ctx)
 {
@@ -207,6 +221,7 @@ static int put_conn(struct sk_buff *skb, struct user_namespace *uns,
 	    nla_put_u32(skb, NTBSMC_CONN_PEER_REASON, READ_ONCE(ctx->peer_reason)) ||
 	    nla_put_u32(skb, NTBSMC_CONN_UID, from_kuid_munged(uns, sock_i_uid(sk))) ||
 	    nla_put_u64_64bit(skb, NTBSMC_CONN_INODE, sock_i_ino(sk), NTBSMC_CONN_PAD) ||
+	    (conn && put_conn_switch(skb, ctx, conn)) ||
 	    (mode == NTBSMC_MODE_NTB && conn && put_conn_ntb(skb, conn))) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;

@@ -674,6 +674,7 @@ extern spinlock_t ntbsmc_socks_lock;
 int ntbsmc_ulp_init(void);
 void ntbsmc_ulp_exit(void);
 int ntbsmc_sock_dead(struct ntbsmc_sock *ctx);
+u32 ntbsmc_info_flags(const struct ntbsmc_sock *ctx, const struct ntbsmc_conn *conn);
 int ntbsmc_sock_set_conn(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn);
 
 /* ---- netlink.c ---- */

@@ -52,6 +52,22 @@ static void ctx_put(struct ntbsmc_sock *ctx)
 	}
 }
 
+/*
+ * NTBSMC_INFO_F_* of a socket and its connection (@conn may be NULL), for
+ * NTBSMC_INFO and the connection dump: under the socket lock or
+ * ntbsmc_socks_lock, and neither field changes back.
+ */
+u32 ntbsmc_info_flags(const struct ntbsmc_sock *ctx, const struct ntbsmc_conn *conn)
+{
+	u32 flags = 0;
+
+	if (conn && conn->mirror)
+		flags |= NTBSMC_INFO_F_SWITCH;
+	if (READ_ONCE(ctx->sw_time))
+		flags |= NTBSMC_INFO_F_FAILED_OVER;
+	return flags;
+}
+
 int ntbsmc_sock_dead(struct ntbsmc_sock *ctx)
 {
 	return READ_ONCE(ctx->dead);
@@ -669,7 +685,7 @@ static void ntbsmc_sw_work(struct work_struct *work)
 		ctx->sw_keep = conn->sw_keep;
 		ctx->sw_keep_len = conn->sw_keep_len;
 		conn->sw_keep = NULL;
-		ctx->sw_time = ktime_get_real_ns();
+		WRITE_ONCE(ctx->sw_time, ktime_get_real_ns());
 		ctx->reason = NTBSMC_REASON_LINK_DOWN;
 		/* ctx->conn stays until close(), for its counters (and a poll) */
 		smp_store_release(&ctx->mode, NTBSMC_MODE_TCP);
@@ -1259,13 +1275,9 @@ static int ntbsmc_getsockopt(struct sock *sk, int level, int optname,
 		info.dma_bytes = READ_ONCE(conn->dma_bytes);
 		info.zc_bytes = READ_ONCE(conn->zc_bytes);
 		info.version = conn->version;
-		if (conn->mirror)
-			info.flags |= NTBSMC_INFO_F_SWITCH;
 	}
-	if (ctx->sw_time) {
-		info.flags |= NTBSMC_INFO_F_FAILED_OVER;
-		info.switch_time = ctx->sw_time;
-	}
+	info.flags = ntbsmc_info_flags(ctx, conn);
+	info.switch_time = ctx->sw_time;
 	release_sock(sk);
 	len = min_t(int, len, sizeof(info));
 	if (put_user(len, optlen) || copy_to_user(optval, &info, len))

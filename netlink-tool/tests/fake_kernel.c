@@ -268,19 +268,25 @@ static const struct fake_conn {
 	unsigned int mode, reason, peer_reason, uid;
 	unsigned long long inode;
 	const struct fake_ntb *ntb;
+	/* the handshake agreed a version (0: none), NTBSMC_INFO_F_*, moved to TCP at */
+	unsigned int version, flags;
+	unsigned long long switch_time;
 } conns[] = {
 	{ AF_INET, TCP_ESTABLISHED, 1, "10.0.0.1", "10.0.0.2", 40000, 5000, NTBSMC_MODE_NTB,
-	  NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 1000, 40001, &ntb_client },
+	  NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 1000, 40001, &ntb_client, 7,
+	  NTBSMC_INFO_F_SWITCH, 0 },
 	{ AF_INET6, TCP_ESTABLISHED, 0, "fd00::1", "fd00::2", 5000, 40001, NTBSMC_MODE_NTB,
-	  NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 0, 40002, &ntb_server },
+	  NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 0, 40002, &ntb_server, 6, 0, 0 },
 	{ AF_INET, TCP_ESTABLISHED, 1, "10.0.0.1", "10.0.0.3", 40002, 5001, NTBSMC_MODE_TCP,
-	  NTBSMC_REASON_DECLINED, NTBSMC_REASON_NO_BUFFER, 1000, 40003, NULL },
+	  NTBSMC_REASON_DECLINED, NTBSMC_REASON_NO_BUFFER, 1000, 40003, NULL, 0, 0, 0 },
+	/* ran over NTB, moved to TCP when the link went, then the peer closed */
 	{ AF_INET, TCP_CLOSE_WAIT, 0, "10.0.0.1", "192.168.1.7", 5000, 51234, NTBSMC_MODE_TCP,
-	  NTBSMC_REASON_PEER_NO_OFFER, NTBSMC_REASON_NONE, 0, 40004, NULL },
+	  NTBSMC_REASON_LINK_DOWN, NTBSMC_REASON_NONE, 0, 40004, NULL, 7,
+	  NTBSMC_INFO_F_SWITCH | NTBSMC_INFO_F_FAILED_OVER, 1795780800123456789ULL },
 	{ AF_INET6, TCP_LISTEN, 0, "::", "::", 5000, 0, NTBSMC_MODE_LISTEN, NTBSMC_REASON_NONE,
-	  NTBSMC_REASON_NONE, 0, 40005, NULL },
+	  NTBSMC_REASON_NONE, 0, 40005, NULL, 0, 0, 0 },
 	{ AF_INET, TCP_ESTABLISHED, 1, "10.0.0.1", "10.0.0.2", 40003, 5000,
-	  NTBSMC_MODE_HANDSHAKE, NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 1000, 40006, NULL },
+	  NTBSMC_MODE_HANDSHAKE, NTBSMC_REASON_NONE, NTBSMC_REASON_NONE, 1000, 40006, NULL, 0, 0, 0 },
 };
 
 static void put_in_addr(struct nl_msg *msg, int type, int family, const char *text)
@@ -314,6 +320,12 @@ static void queue_conn(const struct nlmsghdr *req, const struct fake_conn *c)
 	nla_put_u32(msg, NTBSMC_CONN_PEER_REASON, unknown ? 21 : c->peer_reason);
 	nla_put_u32(msg, NTBSMC_CONN_UID, c->uid);
 	nla_put_u64(msg, NTBSMC_CONN_INODE, c->inode);
+	if (c->version) {
+		nla_put_u32(msg, NTBSMC_CONN_VERSION, c->version);
+		nla_put_u32(msg, NTBSMC_CONN_FLAGS, c->flags);
+	}
+	if (c->switch_time)
+		nla_put_u64(msg, NTBSMC_CONN_SWITCH_TIME, c->switch_time);
 	if (c->ntb) {
 		nla_put_u32(msg, NTBSMC_CONN_LGR_ID, c->ntb->lgr_id);
 		nla_put_string(msg, NTBSMC_CONN_DEV, c->ntb->dev);

@@ -127,24 +127,29 @@ keys = ["family", "state", "client", "local_addr", "local_port", "peer_addr", "p
         "mode", "reason", "peer_reason", "uid", "inode"] + ntb
 
 def conn(family, state, client, laddr, lport, paddr, pport, mode, reason, peer_reason,
-         uid, inode, *ntb_values):
+         uid, inode, *ntb_values, version=None, can_switch=False, switch_time=None):
     c = dict(zip(keys, [family, state, client, laddr, lport, paddr, pport, mode, reason,
                         peer_reason, uid, inode]))
     c.update(zip(ntb, ntb_values or [None] * len(ntb)))
+    c.update(version=version, can_switch=can_switch if version else None,
+             failed_over=switch_time is not None if version else None,
+             switch_time=switch_time)
     return c
 
 # tests/fake_kernel.c: conns[]
 want = [
     conn("inet", "ESTAB", True, "10.0.0.1", 40000, "10.0.0.2", 5000, "ntb", "none",
          "none", 1000, 40001, 3, "ntb0", 65536, 131072, 1048576, 1040384, 4096, 4096,
-         1048576, 4096, 786432, 262144, 131072, 290, 1052672, 1, 37),
+         1048576, 4096, 786432, 262144, 131072, 290, 1052672, 1, 37, version=7,
+         can_switch=True),
     conn("inet6", "ESTAB", False, "fd00::1", 5000, "fd00::2", 40001, "ntb", "none",
          "none", 0, 40002, 3, "ntb0", 131072, 65536, 4096, 4096, 1048576, 1040384,
-         4096, 1048576, 4096, 0, 0, 33, 5120, 0, 17),
+         4096, 1048576, 4096, 0, 0, 33, 5120, 0, 17, version=6),
     conn("inet", "ESTAB", True, "10.0.0.1", 40002, "10.0.0.3", 5001, "tcp", "declined",
          "no_buffer", 1000, 40003),
     conn("inet", "CLOSE-WAIT", False, "10.0.0.1", 5000, "192.168.1.7", 51234, "tcp",
-         "peer_no_offer", "none", 0, 40004),
+         "link_down", "none", 0, 40004, version=7, can_switch=True,
+         switch_time=1795780800123456789),
     conn("inet6", "LISTEN", False, "::", 5000, "::", 0, "listen", "none", "none", 0, 40005),
     conn("inet", "ESTAB", True, "10.0.0.1", 40003, "10.0.0.2", 5000, "handshake", "none",
          "none", 1000, 40006),
@@ -404,14 +409,14 @@ json 'd == [{"id": 3, "dev": "ntb0", "peer_sysid": "a0b1c2d3e4f5061728394a5b6c7d
 expect 5 'no link group 4' "fake: linkgroup show unknown id" -- $FAKE lgr show 4
 
 # conns[] of tests/fake_kernel.c: 0 IPv4 NTB client, 1 IPv6 NTB server, 2 fallback
-# declined by the peer (no_buffer), 3 fallback peer_no_offer in CLOSE-WAIT, 4 IPv6
+# declined by the peer (no_buffer), 3 failed over to TCP (link_down) in CLOSE-WAIT, 4 IPv6
 # listener, 5 client in handshake.
 cat >"$TMP/conn.txt" <<'EOF'
 State       Local Address:Port  Peer Address:Port  Mode       Reason               LGR  UID   Inode
 ESTAB       10.0.0.1:40000      10.0.0.2:5000      ntb        -                    3    1000  40001
 ESTAB       [fd00::1]:5000      [fd00::2]:40001    ntb        -                    3    0     40002
 ESTAB       10.0.0.1:40002      10.0.0.3:5001      tcp        declined: no_buffer  -    1000  40003
-CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        peer_no_offer        -    0     40004
+CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        link_down            -    0     40004
 ESTAB       10.0.0.1:40003      10.0.0.2:5000      handshake  -                    -    1000  40006
 EOF
 : >"$TMP/log"
@@ -426,13 +431,13 @@ same "$TMP/conn.txt" "fake: connection list text"
 cat >"$TMP/conn-a.txt" <<'EOF'
 State       Local Address:Port  Peer Address:Port  Mode       Reason               LGR  UID   Inode
 ESTAB       10.0.0.1:40000      10.0.0.2:5000      ntb        -                    3    1000  40001
-	client dev ntb0 rmb 65536 peer_rmb 131072 tx_prod 1048576 tx_cons 1040384 rx_prod 4096 rx_cons 4096 tx_bytes 1048576 rx_bytes 4096 cpu_bytes 786432 dma_bytes 262144 zc_bytes 131072 link_writes 290 link_write_bytes 1052672 link_reads 1 doorbells 37
+	client version 7 dev ntb0 rmb 65536 peer_rmb 131072 tx_prod 1048576 tx_cons 1040384 rx_prod 4096 rx_cons 4096 tx_bytes 1048576 rx_bytes 4096 cpu_bytes 786432 dma_bytes 262144 zc_bytes 131072 link_writes 290 link_write_bytes 1052672 link_reads 1 doorbells 37
 ESTAB       [fd00::1]:5000      [fd00::2]:40001    ntb        -                    3    0     40002
-	server dev ntb0 rmb 131072 peer_rmb 65536 tx_prod 4096 tx_cons 4096 rx_prod 1048576 rx_cons 1040384 tx_bytes 4096 rx_bytes 1048576 cpu_bytes 4096 dma_bytes 0 zc_bytes 0 link_writes 33 link_write_bytes 5120 link_reads 0 doorbells 17
+	server version 6 dev ntb0 rmb 131072 peer_rmb 65536 tx_prod 4096 tx_cons 4096 rx_prod 1048576 rx_cons 1040384 tx_bytes 4096 rx_bytes 1048576 cpu_bytes 4096 dma_bytes 0 zc_bytes 0 link_writes 33 link_write_bytes 5120 link_reads 0 doorbells 17
 ESTAB       10.0.0.1:40002      10.0.0.3:5001      tcp        declined: no_buffer  -    1000  40003
 	client
-CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        peer_no_offer        -    0     40004
-	server
+CLOSE-WAIT  10.0.0.1:5000       192.168.1.7:51234  tcp        link_down            -    0     40004
+	server version 7 failed_over 2026-11-27T12:00:00.123Z
 LISTEN      [::]:5000           [::]:*             listen     -                    -    0     40005
 	server
 ESTAB       10.0.0.1:40003      10.0.0.2:5000      handshake  -                    -    1000  40006
@@ -629,7 +634,7 @@ result $((! $?)) "fake missing: conn text dashes"
 grep -q '^	-$' <<<"$out"; result $((! $?)) "fake missing: conn -d: no role, no NTB side"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j conn" -- $FAKE -j conn
 json 'len(d) == 1 and d[0]["family"] == "inet" and d[0]["mode"] == "ntb" and
-len(d[0]) == 29 and all(v is None for k, v in d[0].items() if k not in ("family", "mode"))' \
+len(d[0]) == 33 and all(v is None for k, v in d[0].items() if k not in ("family", "mode"))' \
 	"fake missing: -j conn: every key, null when not sent"
 NTBSMC_FAKE=missing expect 0 "" "fake missing: stats" -- $FAKE stats
 NTBSMC_FAKE=missing expect 0 "" "fake missing: -j stats" -- $FAKE -j stats

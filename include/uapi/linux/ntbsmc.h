@@ -344,6 +344,11 @@ enum ntbsmc_lgr_attr {
  * @NTBSMC_CONN_LINK_WRITE_BYTES: u64, their bytes
  * @NTBSMC_CONN_LINK_READS: u64, reads of the peer's window across the link
  * @NTBSMC_CONN_DOORBELLS: u64, doorbells rung for this connection
+ * @NTBSMC_CONN_VERSION: u32, the protocol version its handshake agreed on (a
+ *	connection that ran over NTB, in any mode since)
+ * @NTBSMC_CONN_FLAGS: u32, NTBSMC_INFO_F_* (likewise)
+ * @NTBSMC_CONN_SWITCH_TIME: u64, when it moved from NTB to TCP
+ *	(CLOCK_REALTIME, ns; only once it did)
  */
 enum ntbsmc_conn_attr {
 	NTBSMC_CONN_UNSPEC,
@@ -377,6 +382,9 @@ enum ntbsmc_conn_attr {
 	NTBSMC_CONN_LINK_WRITE_BYTES,
 	NTBSMC_CONN_LINK_READS,
 	NTBSMC_CONN_DOORBELLS,
+	NTBSMC_CONN_VERSION,
+	NTBSMC_CONN_FLAGS,
+	NTBSMC_CONN_SWITCH_TIME,
 
 	__NTBSMC_CONN_MAX
 };
