@@ -1201,9 +1201,24 @@ static int ntbsmc_sendpage(struct sock *sk, struct page *page, int offset,
 }
 #endif
 
-/* SIOCINQ and SIOCOUTQ count the NTB ring's bytes */
-static int ioctl_val(struct ntbsmc_conn *conn, int cmd, int *val)
+/*
+ * Over NTB, SIOCINQ and SIOCOUTQ count the NTB ring's bytes. Moved to TCP,
+ * TCP's queues, and SIOCINQ counts the bytes kept from NTB too. Returns
+ * -ENOIOCTLCMD for what TCP answers alone.
+ */
+static int ioctl_val(struct sock *sk, struct ntbsmc_sock *ctx, int cmd, int *val)
 {
+	struct ntbsmc_conn *conn = ctx_conn(ctx);
+	bool slow;
+
+	if (!conn || READ_ONCE(ctx->mode) != NTBSMC_MODE_NTB) {
+		if (cmd != SIOCINQ || !sw_kept(ctx))
+			return -ENOIOCTLCMD;
+		slow = lock_sock_fast(sk);
+		*val = tcp_inq(sk) + ctx->sw_keep_len - ctx->sw_keep_off;
+		unlock_sock_fast(sk, slow);
+		return 0;
+	}
 	switch (cmd) {
 	case SIOCINQ:
 		*val = ntbsmc_conn_inq(conn);
@@ -1223,22 +1238,18 @@ static int ioctl_val(struct ntbsmc_conn *conn, int cmd, int *val)
 static int ntbsmc_ioctl(struct sock *sk, int cmd, int *karg)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
-	struct ntbsmc_conn *conn = ctx_conn(ctx);
+	int rc = ioctl_val(sk, ctx, cmd, karg);
 
-	if (!conn)
-		return ctx->sk_proto->ioctl(sk, cmd, karg);
-	return ioctl_val(conn, cmd, karg);
+	return rc == -ENOIOCTLCMD ? ctx->sk_proto->ioctl(sk, cmd, karg) : rc;
 }
 #else
 static int ntbsmc_ioctl(struct sock *sk, int cmd, unsigned long arg)
 {
 	struct ntbsmc_sock *ctx = ntbsmc_ctx(sk);
-	struct ntbsmc_conn *conn = ctx_conn(ctx);
-	int val, rc;
+	int val, rc = ioctl_val(sk, ctx, cmd, &val);
 
-	if (!conn)
+	if (rc == -ENOIOCTLCMD)
 		return ctx->sk_proto->ioctl(sk, cmd, arg);
-	rc = ioctl_val(conn, cmd, &val);
 	return rc ?: put_user(val, (int __user *)arg);
 }
 #endif

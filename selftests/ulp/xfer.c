@@ -3,6 +3,7 @@
 
 /*
  *   xfer server ADDR PORT [--ulp] [--smc] [--conns N] [--allow-reset] [--hold FILE]
+ *                         [--read-after FILE]
  *   xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]
  *                         [--seed S] [--allow-reset] [--hold FILE]
  *                         [--offset N] [--random-writes] [--munmap-ms MS]
@@ -40,6 +41,9 @@
  * while a test does something else beside it; with --pace-until FILE it sends
  * the rest at full speed once FILE exists (the test's work beside it is done). A receiver reports the longest
  * time it waited for a byte ("max_gap_ms"): a stall that ended is still seen.
+ * With --read-after FILE the receiver reads nothing of the stream until FILE
+ * exists (a stopped reader: the peer's writes fill the buffers), then reports
+ * what ioctl(SIOCINQ) said before its first read ("inq_at_read").
  *
  * Sockets time out after 120 s, the client retries a refused connect for 30 s:
  * nothing waits without a bound.
@@ -49,6 +53,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/ntbsmc.h>
+#include <linux/sockios.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -60,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -87,7 +93,7 @@
 
 static struct {
 	bool server, ulp, smc, both, allow_reset, random_writes;
-	const char *addr, *port, *seed, *hold, *pace_until;
+	const char *addr, *port, *seed, *hold, *pace_until, *read_after;
 	uint64_t bytes, offset, munmap_ms, fork_ms, pace_ms;
 	size_t write_size;
 	unsigned long conns;
@@ -101,6 +107,7 @@ static struct {
 static double connected_at;	/* when the current connection was established */
 static double connect_secs;	/* client: how long its connect() took (handshake included) */
 static double max_gap;		/* receiver: the longest wait for a byte, seconds */
+static int inq_at_read = -1;	/* receiver, --read-after: SIOCINQ then */
 
 static double now(void)
 {
@@ -353,16 +360,24 @@ static void *send_stream(void *arg)
 	return NULL;
 }
 
+static void wait_release(const char *path);
+
 /* Receives BYTES of the stream SEED, checking each byte; returns the verdict. */
 static struct verdict recv_stream(int fd, uint64_t seed, uint64_t bytes)
 {
 	unsigned char *buf = malloc(CHUNK), *want = malloc(CHUNK);
 	struct verdict v = { 0, NO_ERROR };
-	double last = now();
+	double last;
 
 	max_gap = 0;
 	if (!buf || !want)
 		die("malloc");
+	if (opt.read_after) {
+		wait_release(opt.read_after);
+		if (ioctl(fd, SIOCINQ, &inq_at_read))
+			die("ioctl SIOCINQ");
+	}
+	last = now();
 	while (v.received < bytes) {
 		size_t len = bytes - v.received < CHUNK ? bytes - v.received : CHUNK;
 		ssize_t n = recv(fd, buf, len, 0);
@@ -528,6 +543,8 @@ static bool session(int fd, const char *seed_text)
 		printf("\"first_bad\": %" PRIu64 ", ", got.first_bad);
 	if (eof_at != UINT64_MAX)
 		printf("\"early_eof\": %" PRIu64 ", ", eof_at);
+	if (inq_at_read >= 0)
+		printf("\"inq_at_read\": %d, ", inq_at_read);
 	if (sending && back.first_bad != NO_ERROR)
 		printf("\"peer_first_bad\": %" PRIu64 ", ", back.first_bad);
 	if (sending && (opt.munmap_ms || opt.fork_ms))
@@ -587,6 +604,7 @@ static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr,
 		"usage: xfer server ADDR PORT [--ulp] [--smc] [--conns N] [--allow-reset] [--hold FILE]\n"
+		"                             [--read-after FILE]\n"
 		"       xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]\n"
 		"                             [--seed S] [--allow-reset] [--hold FILE]\n"
 		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n"
@@ -648,6 +666,9 @@ static void parse_args(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--hold")) {
 			opt.hold = val;
+			i++;
+		} else if (!strcmp(a, "--read-after")) {
+			opt.read_after = val;
 			i++;
 		} else {
 			usage();
