@@ -907,6 +907,30 @@ out:
 
 /* ---- version 7: SWITCH (Documentation/switch.md) ---- */
 
+#ifdef CONFIG_NTBSMC_FAULT_INJECTION
+/* The relay of fault point switch_replay: the last SWITCH this kernel sent. */
+static DEFINE_SPINLOCK(switch_rec_lock);
+static struct ntbsmc_clc_switch switch_rec;
+static bool switch_rec_valid;
+
+static void switch_record(struct sock *sk, struct ntbsmc_clc_switch *out)
+{
+	bool replay = ntbsmc_fault(NTBSMC_FAULT_SWITCH_REPLAY, sk);
+	struct ntbsmc_clc_switch mine = *out;
+
+	spin_lock_bh(&switch_rec_lock);
+	if (replay && switch_rec_valid)
+		*out = switch_rec;
+	switch_rec = mine;
+	switch_rec_valid = true;
+	spin_unlock_bh(&switch_rec_lock);
+}
+#else
+static void switch_record(struct sock *sk, struct ntbsmc_clc_switch *out)
+{
+}
+#endif
+
 /* MAC(@key, "ntbsmc7S" @m[..mac]) into @mac, as wire.h defines it. */
 static void clc_switch_mac(const u8 key[NTBSMC_SECRET_LEN], const struct ntbsmc_clc_switch *m,
 			   u8 mac[NTBSMC_MAC_LEN])
@@ -949,6 +973,7 @@ int ntbsmc_clc_switch(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
 	clc_switch_mac(conn->sw_key_tx, &out, out.mac);
 	if (ntbsmc_fault(NTBSMC_FAULT_SWITCH_BAD_MAC, ctx->sk))
 		out.mac[0] ^= 1;
+	switch_record(ctx->sk, &out);
 	rc = io_send(&io, &out, sizeof(out));
 	if (rc)
 		return rc;

@@ -48,6 +48,7 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_WIRE_DECLINE_CONFIRM]	= "wire_decline_confirm",
 	[NTBSMC_FAULT_SWITCH_BAD_MAC]		= "switch_bad_mac",
 	[NTBSMC_FAULT_SWITCH_DELAY]		= "switch_delay",
+	[NTBSMC_FAULT_SWITCH_REPLAY]		= "switch_replay",
 };
 
 /*
@@ -59,7 +60,8 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 #define FAULT_LOCAL_PORT_ONLY	(BIT(NTBSMC_FAULT_RAW_HANDSHAKE) | BIT(NTBSMC_FAULT_WANT_LATE) | \
 				 BIT(NTBSMC_FAULT_ANSWER_DROP) | \
 				 BIT(NTBSMC_FAULT_ABORT_REPORT_DELAY) | \
-				 BIT(NTBSMC_FAULT_SWITCH_BAD_MAC) | BIT(NTBSMC_FAULT_SWITCH_DELAY))
+				 BIT(NTBSMC_FAULT_SWITCH_BAD_MAC) | BIT(NTBSMC_FAULT_SWITCH_DELAY) | \
+				 BIT(NTBSMC_FAULT_SWITCH_REPLAY))
 
 static struct fault_point fault_points[NTBSMC_FAULT_NR];
 static struct dentry *fault_root;

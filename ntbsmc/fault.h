@@ -63,6 +63,11 @@ enum ntbsmc_fault_point {
 	NTBSMC_FAULT_SWITCH_BAD_MAC,
 	/* delay: a switch of transport, between its SWITCH sent and the peer's read */
 	NTBSMC_FAULT_SWITCH_DELAY,
+	/*
+	 * A relay that replays a SWITCH it recorded on another connection (the
+	 * last one this kernel sent before) in place of this end's
+	 */
+	NTBSMC_FAULT_SWITCH_REPLAY,
 	NTBSMC_FAULT_NR
 };
 
