@@ -4,6 +4,7 @@
 /*
  *   closer server ADDR PORT --rounds N --bytes B [--slow] [--seed S] [--hold FILE]
  *   closer client ADDR PORT --rounds N --bytes B [--how HOW] [--nonblock] [--seed S]
+ *                            [--close-after FILE]
  *   closer flood ADDR PORT --rounds N [--secs S] [--life-ms MS]
  *   closer churn ADDR PORT [--secs S]
  *
@@ -37,7 +38,10 @@
  * round is lost when the bytes before EOF are not exactly the B sent, or the
  * read failed. With --hold the server keeps each connection open after its EOF
  * until FILE exists (at most 120 s): a peer whose application has not closed
- * yet. Each side prints one JSON line:
+ * yet. With --close-after the client, once its write returned, creates
+ * FILE.wrote and ends the connection only once FILE exists (at most 120 s;
+ * both are removed then): a test does something between the last write and
+ * the close. Each side prints one JSON line:
  *
  *   {"rounds": 50, "lost": 0, "ntb": 50, "ntb_bytes": 6553600, "first": "...",
  *    "not_ntb": ""}
@@ -46,7 +50,9 @@
  * the peer's ("tcp/declined, peer auth"), so that a failure says which fallback.
  * "ntb" counts the rounds that ran over NTB and "ntb_bytes" the bytes that
  * crossed it to the reading end (its rx_bytes; the writing end counts none): a
- * connection that fell back to TCP also delivers. "bytes" is what the rounds
+ * connection that fell back to TCP also delivers. "moved" counts the rounds
+ * that ran over NTB and moved to TCP when the link went (their NTB bytes
+ * count in "ntb_bytes"; they are neither "ntb" nor "not_ntb"). "bytes" is what the rounds
  * wrote. Exit status 1 on any lost round or error. Every socket times out after
  * 120 s.
  *
@@ -77,6 +83,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/ntbsmc.h>
 #include "names.h"
 #include <netdb.h>
@@ -111,6 +118,7 @@ static struct {
 	unsigned long life_ms;		/* flood: 0 is 1.5 s, and silent */
 	unsigned long long seed;	/* 0: every round as the options say */
 	const char *hold;
+	const char *close_after;
 } opt = { .rounds = 1, .bytes = 131072, .how = "close", .secs = 10 };
 
 /* What one round does; the options' round, or a random one (--seed). */
@@ -123,7 +131,7 @@ struct plan {
 };
 
 static struct {
-	unsigned long lost, ntb;
+	unsigned long lost, ntb, moved;
 	uint64_t ntb_bytes, bytes;
 	char first[160];
 	char not_ntb[160];	/* the first round that was not NTB: its mode and reasons */
@@ -242,6 +250,13 @@ static void count_ntb(int fd, bool rx)
 		if (info.mode != NTBSMC_MODE_HANDSHAKE || ms == IO_TIMEOUT_S * 1000)
 			break;
 		usleep(1000);
+	}
+	if (info.mode == NTBSMC_MODE_TCP && (info.flags & NTBSMC_INFO_F_FAILED_OVER)) {
+		/* ran over NTB until the link went, then over its TCP */
+		res.moved++;
+		if (rx)
+			res.ntb_bytes += info.rx_bytes;
+		return;
 	}
 	if (info.mode != NTBSMC_MODE_NTB) {
 		char m[32], r[32], pr[32];
@@ -462,6 +477,25 @@ static void handshake_round(struct addrinfo *ai, unsigned long round)
 	close(fd);
 }
 
+/* --close-after: say the write returned, wait for the go, clear both */
+static void wait_close_after(void)
+{
+	char wrote[PATH_MAX];
+	int i, fd;
+
+	snprintf(wrote, sizeof(wrote), "%s.wrote", opt.close_after);
+	fd = open(wrote, O_WRONLY | O_CREAT, 0644);
+	if (fd < 0)
+		die("open FILE.wrote");
+	close(fd);
+	for (i = 0; i < IO_TIMEOUT_S * 100 && access(opt.close_after, F_OK); i++)
+		usleep(10000);
+	if (access(opt.close_after, F_OK))
+		die("--close-after: FILE never appeared");
+	unlink(opt.close_after);
+	unlink(wrote);
+}
+
 /* Writes the round's bytes and ends the connection as the plan says. */
 static void write_round(int fd, unsigned long round, const struct plan *p,
 			unsigned char *buf)
@@ -490,6 +524,8 @@ static void write_round(int fd, unsigned long round, const struct plan *p,
 		return;
 	}
 	write_all(fd, buf, p->bytes, p->nonblock);
+	if (opt.close_after)
+		wait_close_after();
 	if (!strcmp(p->how, "shutdown")) {
 		if (shutdown(fd, SHUT_WR))
 			die("shutdown");
@@ -677,7 +713,7 @@ static void usage(void)
 	fprintf(stderr, "usage: closer server|client|flood|churn ADDR PORT [--rounds N] [--bytes B] "
 			"[--slow] [--how close|shutdown|exit|linger|unspec|handshake] [--nonblock] "
 			"[--secs S] [--life-ms MS] "
-			"[--seed S] [--hold FILE]\n");
+			"[--seed S] [--hold FILE] [--close-after FILE]\n");
 	exit(2);
 }
 
@@ -713,6 +749,8 @@ int main(int argc, char **argv)
 			opt.seed = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--hold") && i + 1 < argc && server)
 			opt.hold = argv[++i];
+		else if (!strcmp(argv[i], "--close-after") && i + 1 < argc && !server)
+			opt.close_after = argv[++i];
 		else
 			usage();
 	}
@@ -730,8 +768,9 @@ int main(int argc, char **argv)
 		run_server();
 	else
 		run_client();
-	printf("{\"rounds\": %lu, \"lost\": %lu, \"ntb\": %lu, \"ntb_bytes\": %" PRIu64
-	       ", \"bytes\": %" PRIu64 ", \"first\": \"%s\", \"not_ntb\": \"%s\"}\n",
-	       opt.rounds, res.lost, res.ntb, res.ntb_bytes, res.bytes, res.first, res.not_ntb);
+	printf("{\"rounds\": %lu, \"lost\": %lu, \"ntb\": %lu, \"moved\": %lu, \"ntb_bytes\": %"
+	       PRIu64 ", \"bytes\": %" PRIu64 ", \"first\": \"%s\", \"not_ntb\": \"%s\"}\n",
+	       opt.rounds, res.lost, res.ntb, res.moved, res.ntb_bytes, res.bytes, res.first,
+	       res.not_ntb);
 	return res.lost ? 1 : 0;
 }

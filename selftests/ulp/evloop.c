@@ -4,7 +4,7 @@
  * real event loops (nginx, wrk, haproxy) use a socket.
  *
  *   evloop server [--ulp] [--delay-ms MS] ADDR PORT CONNS
- *   evloop client [--ulp] [--stall-ms MS] ADDR PORT CONNS REQUESTS DEPTH MAXSIZE
+ *   evloop client [--ulp] [--stall-ms MS] [--go FILE] ADDR PORT CONNS REQUESTS DEPTH MAXSIZE
  *
  * Both sides read like nginx: after an edge, recv() until it returns less than
  * asked (taken as "drained", no EAGAIN needed), then back to epoll_wait(). The
@@ -19,7 +19,9 @@
  * (connection, index, length) and a body that is a function of them, so every
  * echoed byte is checked where it lands. It fails when any connection made no
  * progress for --stall-ms (default 5000) while it had requests unanswered, and
- * names it.
+ * names it. With --go FILE it connects all CONNS first and sends its first
+ * requests only once FILE exists (at most 600 s): a test sets the connections
+ * up, then starts the traffic under which it does something.
  *
  * Each prints one JSON line: requests, bytes, seconds, the longest wait of a
  * connection for progress (max_gap_ms). Exit 0 on success, 1 on failure.
@@ -49,6 +51,7 @@
 #define HDR	12	/* conn, index, length: 3 x u32, network order */
 
 static int use_ulp, delay_ms, stall_ms = 5000;
+static const char *go_file;
 
 /* Ends the run with a JSON error; a system call's errno is added when set. */
 static void die(const char *fmt, ...)
@@ -354,8 +357,25 @@ static int client(const char *host, int port, int conns, unsigned int reqs,
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev))
 			die("epoll_ctl");
 		c->last = now_ms();
-		while (c->sent < reqs && c->sent - c->answered < depth)
+		while (!go_file && c->sent < reqs && c->sent - c->answered < depth)
 			req_send(c, max);
+	}
+	if (go_file) {
+		for (int i = 0; access(go_file, F_OK); i++) {
+			if (i == 60000)
+				errno = 0, die("--go: %s never appeared", go_file);
+			usleep(10000);
+		}
+		for (int i = 0; i < conns; i++) {
+			struct cconn *c = &cs[i];
+
+			while (c->sent < reqs && c->sent - c->answered < depth)
+				req_send(c, max);
+			if (out_flush(c->fd, &c->out))
+				die("conn %d: send", c->id);
+			c->last = now_ms();
+		}
+		t0 = now_ms();
 	}
 	while (left) {
 		int n = epoll_wait(ep, evs, 64, 200);
@@ -416,7 +436,7 @@ static int client(const char *host, int port, int conns, unsigned int reqs,
 static void usage(void)
 {
 	fprintf(stderr, "usage: evloop server [--ulp] [--delay-ms MS] ADDR PORT CONNS\n"
-			"       evloop client [--ulp] [--stall-ms MS] ADDR PORT CONNS REQUESTS DEPTH MAXSIZE\n");
+			"       evloop client [--ulp] [--stall-ms MS] [--go FILE] ADDR PORT CONNS REQUESTS DEPTH MAXSIZE\n");
 	exit(2);
 }
 
@@ -434,6 +454,8 @@ int main(int argc, char **argv)
 			delay_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--stall-ms") && i + 1 < argc)
 			stall_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--go") && i + 1 < argc)
+			go_file = argv[++i];
 		else
 			usage();
 	}

@@ -5,16 +5,28 @@
 # arrives once, in order (Documentation/switch.md). The streams are paced, so
 # that the port goes in the middle of them; every byte is checked where it lands
 # (xfer), and each end reports that it failed over, having moved bytes over NTB
-# before and TCP after (its NTB counters are below the stream's size).
+# before and TCP after (its NTB counters are below the stream's size); the
+# client's connection shows as failed over in ntbsmc conn show while it runs.
 #   oneway   host b's port unbound under b's one-way stream to a
 #   both     host a's port unbound under a stream both ways
+#   lastwrite  the port goes between b's last write and its close(), the
+#            close at once or once moved: a reads every byte, then EOF
+#   many     128 connections of an epoll client (echoed, checked requests):
+#            100 or more over NTB when the port goes, all move, none fails
+#   full     host a's reader stopped, its buffer full, b's writer blocked:
+#            b's port unbound; a reads the kept buffer first, SIOCINQ
+#            counts it
 #   bad_mac  a relay changes host a's SWITCH (switch_bad_mac): the switch
 #            fails on both ends, which reset (never a wrong byte), counted
+#   replay   a relay replays, in place of host a's SWITCH, one recorded on an
+#            earlier connection (switch_replay): refused, both reset, counted
 #   v6       host b speaks version 6 (sysctl switch=0): as before version 7,
 #            both ends reset on link loss
 # After each the port is bound again and connections run over NTB.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
+CLOSER=$REPO/selftests/ulp/closer
+EVLOOP=$REPO/selftests/ulp/evloop
 
 test_phases ulp_setup ulp_cleanup_faults "$@"
 
@@ -52,6 +64,8 @@ moved() {
 		[ "$who" = b ] && port_unbind
 		t0=$(now_us)
 		barrier "$name-unbound"
+		# the stream runs on over TCP for seconds: the tool sees the move
+		wait_for 20 "conn show: failed over, with its time" conn_failed_over dport $port
 		wait $cli || check "$name: client failed: $(cat "$WORK/$name.json")" false
 		ms=$((($(now_us) - t0) / 1000))
 		log "$name: the stream ended ${ms} ms after the unbind"
@@ -77,6 +91,15 @@ moved() {
 	ulp_wait_active
 }
 
+# conn_failed_over sport|dport PORT: our connection from or to PORT moved to
+# TCP, as the tool says
+conn_failed_over() {
+	local j
+	j=$(cli -j conn show mode tcp "$1" "$2")
+	[[ $j == *'"version":7'* && $j == *'"failed_over":true'* &&
+	   $j == *'"switch_time":'[1-9]* ]]
+}
+
 # ntb_conn_from PORT: a connection over NTB on our local PORT (host a's server)
 ntb_conn_from() {
 	[[ $(cli -j conn show mode ntb sport "$1") == *local_port* ]]
@@ -84,6 +107,159 @@ ntb_conn_from() {
 
 moved oneway b ""
 moved both a "--both"
+
+# full: host a's reader stops, b's stream fills a's buffer and blocks; b's
+# port goes. The full buffer's bytes are kept and read first once the reader
+# goes on, and SIOCINQ counts them with what TCP holds.
+full() {
+	local out rmb inq
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		rm -f "$WORK/full.go"
+		inns "$XFER" server "$MY_IP" $port --ulp --read-after "$WORK/full.go" \
+			>"$WORK/full.json" &
+		local srv=$!
+		wait_for 90 "server on $port" pid_listening $srv $port
+		barrier full-listening
+		barrier full-unbound
+		wait_for 30 "the stopped reader's connection failed over" \
+			conn_failed_over sport $port
+		barrier full-moved
+		nap 1		# TCP carries more of the stream meanwhile
+		touch "$WORK/full.go"
+		wait $srv || check "full: server failed: $(cat "$WORK/full.json")" false
+	else
+		barrier full-listening
+		inns "$XFER" client "$PEER_IP" $port --ulp --bytes 8388608 \
+			>"$WORK/full.json" &
+		local cli=$!
+		wait_for 60 "the connection over NTB" ntb_conn_to $port
+		nap 2		# a's buffer fills, the writer blocks
+		port_unbind
+		barrier full-unbound
+		wait_for 30 "the blocked writer's connection failed over" \
+			conn_failed_over dport $port
+		barrier full-moved
+		wait $cli || check "full: client failed: $(cat "$WORK/full.json")" false
+	fi
+	out=$(tail -1 "$WORK/full.json")
+	log "full: $out"
+	check "full: outcome $(jfield "$out" outcome), intact $(jfield "$out" intact)" \
+		[ "$(jfield "$out" outcome)/$(jfield "$out" intact)" = ok/true ]
+	check "full: failed over: $(jfield "$out" mode)/$(jfield "$out" failed_over)" \
+		[ "$(jfield "$out" mode)/$(jfield "$out" failed_over)" = tcp/true ]
+	if [ "$ROLE" = a ]; then
+		rmb=$(jfield "$out" rmb_size)
+		inq=$(jfield "$out" inq_at_read)
+		check "full: the full buffer crossed NTB ($(jfield "$out" ntb_rx_bytes) >= $rmb bytes)" \
+			[ "$(jfield "$out" ntb_rx_bytes)" -ge "$rmb" ]
+		check "full: SIOCINQ $inq counts the kept buffer ($rmb) and TCP's bytes" \
+			[ "$inq" -gt "$rmb" ]
+	fi
+	barrier full-checked
+	[ "$ROLE" = b ] && port_bind
+	barrier full-rebound
+	ulp_wait_active
+}
+full
+
+# last_write WHEN: host b's client writes 2 MiB in one write(), which returns
+# with up to a buffer's worth unread by a's slow reader; then b's port goes,
+# and b closes: at once (WHEN now: the close meets the switch under way) or
+# once its connection failed over (moved). a must read every byte, then EOF.
+last_write() {
+	local name=lastwrite-$1 s0 out rc=0
+	s0=$(stat_now switch_to_tcp)
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		inns "$CLOSER" server "$MY_IP" $port --rounds 1 --bytes 2097152 --slow \
+			>"$WORK/$name.json" &
+		local srv=$!
+		wait_for 90 "server on $port" pid_listening $srv $port
+		barrier "$name-listening"
+		barrier "$name-closed"
+		wait $srv || rc=$?
+	else
+		barrier "$name-listening"
+		rm -f "$WORK/$name.go" "$WORK/$name.go.wrote"
+		inns "$CLOSER" client "$PEER_IP" $port --rounds 1 --bytes 2097152 \
+			--close-after "$WORK/$name.go" >"$WORK/$name.json" &
+		local cli=$!
+		wait_for 60 "the client's write" test -e "$WORK/$name.go.wrote"
+		port_unbind
+		[ "$1" = moved ] && wait_for 30 "the writer's connection failed over" \
+			conn_failed_over dport $port
+		touch "$WORK/$name.go"
+		wait $cli || rc=$?
+		barrier "$name-closed"
+	fi
+	out=$(cat "$WORK/$name.json")
+	log "$name: $out"
+	check "$name: closer $ROLE exited $rc: $out" [ $rc = 0 ]
+	check "$name: no round lost: $out" has "$out" '"lost": 0'
+	[ "$ROLE" = a ] && check "$name: the reader's connection moved, $(jfield "$out" ntb_bytes) bytes over NTB before" \
+		[ "$(jfield "$out" moved)" = 1 -a "$(jfield "$out" ntb_bytes)" -gt 0 ]
+	check "$name: switch_to_tcp counted ($(($(stat_now switch_to_tcp) - s0)))" \
+		[ $(($(stat_now switch_to_tcp) - s0)) -ge 1 ]
+	barrier "$name-checked"
+	[ "$ROLE" = b ] && port_bind
+	barrier "$name-rebound"
+	ulp_wait_active
+}
+last_write now
+last_write moved
+
+# many: 128 connections of an epoll client, pipelining echoed requests whose
+# every byte it checks; once 100 of them run over NTB the requests start, and
+# half a second later host b's port goes. All
+# move to TCP (counted on both ends, none failed) and finish: no stall of
+# more than 30 s (a switch is bounded by switch_timeout_ms, 5 s), no error.
+# The handshakes' limits are raised so that 128 at once run over NTB.
+ntb_conns_to() {
+	local n
+	n=$(cli -j conn show mode ntb dport "$1" | grep -o local_port | wc -l)
+	[ "$n" -ge "$2" ]
+}
+many() {
+	local conns=128 s0 f0 out rc=0 hs_max hs_ms
+	hs_max=$(inns sysctl -n net.ntbsmc.max_handshakes)
+	hs_ms=$(inns sysctl -n net.ntbsmc.handshake_timeout_ms)
+	inns sysctl -qw net.ntbsmc.max_handshakes=256 net.ntbsmc.handshake_timeout_ms=20000
+	s0=$(stat_now switch_to_tcp) f0=$(stat_now switch_failed)
+	port=$((port + 1))
+	if [ "$ROLE" = a ]; then
+		inns "$EVLOOP" server --ulp "$MY_IP" $port $conns >"$WORK/many.json" 2>&1 &
+		local srv=$!
+		wait_for 60 "evloop server on $port" pid_listening $srv $port
+		barrier many-listening
+		wait $srv || rc=$?
+	else
+		barrier many-listening
+		rm -f "$WORK/many.go"
+		inns "$EVLOOP" client --ulp --stall-ms 30000 --go "$WORK/many.go" "$PEER_IP" $port \
+			$conns 100 2 1000 >"$WORK/many.json" 2>&1 &
+		local cli=$!
+		wait_for 120 "100 connections over NTB" ntb_conns_to $port 100
+		touch "$WORK/many.go"
+		nap 0.5
+		port_unbind
+		wait $cli || rc=$?
+	fi
+	barrier many-done
+	out=$(tail -1 "$WORK/many.json")
+	log "many: $out"
+	check "many: evloop $ROLE exited $rc: $out" [ $rc = 0 ]
+	check "many: $(($(stat_now switch_to_tcp) - s0)) connections moved to TCP, want >= 100" \
+		[ $(($(stat_now switch_to_tcp) - s0)) -ge 100 ]
+	check "many: $(($(stat_now switch_failed) - f0)) switches failed, want 0" \
+		[ "$(stat_now switch_failed)" = "$f0" ]
+	inns sysctl -qw net.ntbsmc.max_handshakes="$hs_max" \
+		net.ntbsmc.handshake_timeout_ms="$hs_ms"
+	[ "$ROLE" = b ] && port_bind
+	barrier many-rebound
+	ulp_wait_active
+}
+many
 
 # reset NAME SETUP: one paced stream whose host b port goes; both ends reset
 # (allowed), no byte wrong, with the switch counted as failed (or not tried)
@@ -130,6 +306,18 @@ reset_case bad_mac
 # (host b's end refused the SWITCH; host a's, which checked b's, moved and
 # then read b's TCP reset)
 [ "$ROLE" = b ] && check "bad_mac: switch_failed counted ($(($(stat_now switch_failed) - f0)))" \
+	[ $(($(stat_now switch_failed) - f0)) -ge 1 ]
+
+# replay: a relay puts in place of host a's SWITCH one it recorded on an
+# earlier connection (switch_replay: the last SWITCH this kernel sent, valid
+# under that connection's key): host b refuses it and both reset, counted
+f0=$(stat_now switch_failed)
+[ "$ROLE" = a ] && fault_set switch_replay 1 0 $((port + 1))
+reset_case replay
+[ "$ROLE" = a ] && check "replay: the point fired" \
+	[ "$(cat "$FAULTS/switch_replay/times")" = 0 ]
+[ "$ROLE" = a ] && fault_clear switch_replay
+[ "$ROLE" = b ] && check "replay: switch_failed counted ($(($(stat_now switch_failed) - f0)))" \
 	[ $(($(stat_now switch_failed) - f0)) -ge 1 ]
 
 [ "$ROLE" = b ] && inns sysctl -qw net.ntbsmc.switch=0
