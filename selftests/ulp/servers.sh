@@ -17,6 +17,8 @@
 # move fails the test. curl's downloads are compared by checksum. haproxy
 # (mode tcp, splicing both ways) forwards wrk's and curl's requests to nginx.
 # memcached answers a client that pipelines 16 sets, then 16 gets, per round.
+# wrk's keep-alive connections to nginx go on, no request failing, while host
+# b's NTB port is unbound and bound again under them (they move to TCP).
 # Every host's counters must show the bytes crossing NTB, no fallback and no
 # lost notification.
 source "$REPO/selftests/lib.sh"
@@ -201,6 +203,35 @@ else
 		"$PEER_IP" $MC_PORT 4 20 16 2>&1) || check "memcached: memc.py exited $?" false
 	log "memcached: $out"
 	check "memcached: $out" has "$out" '"ops": 2560'
+
+	# keep-alive while the link goes and comes back: nginx's and wrk's
+	# connections move to TCP and on; no request fails (failback is not
+	# built: they stay on TCP)
+	step "ka_link_loss: wrk keep-alive, b's port unbound at 3 s, bound at 7 s"
+	stats
+	sw0=$(stat_of switch_to_tcp)
+	WRK_BODY=$WWW/1k bounded 120 ka_link_loss inns "$RUNNER" wrk -t1 -c4 -d12s -s "$LUA" \
+		"$base:$NTB_PORT/1k" >"$WORK/ka_link_loss.wrk" 2>&1 &
+	pid=$!
+	nap 3
+	wait_for 30 "wrk's connections over NTB" ntb_conn_to $NTB_PORT
+	port_unbind
+	nap 4
+	port_bind
+	wait $pid || check "ka_link_loss: wrk exited $?" false
+	out=$(<"$WORK/ka_link_loss.wrk")
+	good=$(sed -n 's/^checked \([0-9]*\) good.*/\1/p' <<<"$out")
+	bad=$(sed -n 's/^checked [0-9]* good \([0-9]*\) bad.*/\1/p' <<<"$out")
+	log "ka_link_loss: ${good:-?} good, ${bad:-?} bad: $(tr '\n' '|' <<<"$out")"
+	check "ka_link_loss: ${good:-no} responses checked good, ${bad:-?} bad" \
+		[ "${good:-0}" -gt 0 -a "${bad:-1}" = 0 ]
+	check "ka_link_loss: wrk saw errors: $(grep -E 'Socket errors|Non-2xx' <<<"$out")" \
+		lacks "$out" errors
+	check "ka_link_loss: wrk saw non-2xx answers" lacks "$out" Non-2xx
+	stats
+	check "ka_link_loss: $(($(stat_of switch_to_tcp) - sw0)) connections moved to TCP, want wrk's 4" \
+		[ $(($(stat_of switch_to_tcp) - sw0)) -ge 4 ]
+	ulp_wait_active
 
 	# haproxy between a's client and a's nginx
 	cat >"$WORK/haproxy.cfg" <<EOF
