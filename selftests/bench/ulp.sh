@@ -334,6 +334,53 @@ counted rr-bp "ntbsmc counted per message, rr busy-poll ${BP_US}us, $cv" $((2 * 
 	"$BP_US" $cv rr "$RR_COUNT"
 counted stream "ntbsmc counted per MiB sent, stream 64 KiB writes, $cv" MiB 0 $cv \
 	stream 65536 "$SECS"
+
+# Switch-over, NTB to TCP: a stream from host a to host b, 64 KiB every 5 ms,
+# whose host b port is unbound once it runs over NTB; the reader's longest
+# wait for a byte (xfer's max_gap_ms; the pace alone makes 5 ms) is what the
+# application sees of the move. TCP to NTB (failback) is not built.
+ntb_conn_from() {
+	[[ $(cli -j conn show mode ntb sport "$1") == *local_port* ]]
+}
+barrier switchover 3600
+gaps=""
+for r in $(seq "${BENCH_SWITCH_ROUNDS:-3}"); do
+	p=$((PORT_ULP + 100 + r))
+	if [ "$ROLE" = b ]; then
+		inns "$XFER" server "$MY_IP" $p --ulp >"$WORK/switch$r.json" &
+		srv=$!
+		wait_for 60 "xfer server on $p" pid_listening $srv $p
+		barrier "switch$r-up"
+		wait_for 60 "the stream over NTB" ntb_conn_from $p
+		nap 1
+		port_unbind
+		wait $srv || check "switch-over $r: xfer server failed: $(cat "$WORK/switch$r.json")" false
+		out=$(tail -1 "$WORK/switch$r.json")
+		log "switch-over $r: $out"
+		if [ "$(jfield "$out" failed_over)" = true ]; then
+			gaps+=" $(jfield "$out" max_gap_ms)"
+		else
+			gaps+=" n/a"
+		fi
+		port_bind
+		barrier "switch$r-done"
+	else
+		barrier "switch$r-up"
+		inns "$XFER" client "$SRV" $p --ulp --bytes 33554432 --write-size 65536 \
+			--pace-ms 5 >"$WORK/switch$r.json" ||
+			check "switch-over $r: xfer client failed: $(cat "$WORK/switch$r.json")" false
+		barrier "switch$r-done"
+	fi
+	ulp_wait_active
+done
+[ "$ROLE" = b ] && put switch-gaps "$gaps"
+if [ "$ROLE" = a ]; then
+	gaps=$(get switch-gaps)
+	bench "switch-over NTB to TCP on link loss, reader's longest wait ms, median [min-max] [samples]" \
+		"$(summary %.0f "$gaps") [${gaps# }]"
+	bench "switch-over TCP to NTB (failback)" "n/a (not built)"
+fi
+
 barrier ulp-done 3600
 [ "$ROLE" = b ] && serve_stop
 # Closed connections hold the module until TCP has finished with them.
