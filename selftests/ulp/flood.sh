@@ -32,7 +32,8 @@ if [ "$ROLE" = a ]; then
 	inns sysctl -q -w net.ntbsmc.max_handshakes=4 || fail "cannot set max_handshakes"
 	inns "$CLOSER" server "$MY_IP" $flood --rounds 10000 --bytes 1 >/dev/null 2>&1 &
 	fsrv=$!
-	inns "$XFER" server "$MY_IP" $honest --ulp --conns $((rounds + 1)) >"$WORK/honest.json" &
+	# (as many as host b may open; it says how many it did)
+	inns "$XFER" server "$MY_IP" $honest --ulp --conns $((rounds + 7)) >"$WORK/honest.json" &
 	hsrv=$!
 	wait_for 90 "flood server" pid_listening $fsrv $flood
 	wait_for 90 "honest server" pid_listening $hsrv $honest
@@ -43,7 +44,12 @@ if [ "$ROLE" = a ]; then
 	wait $fsrv 2>/dev/null
 	inns sysctl -q -w net.ntbsmc.max_handshakes="$old_max"
 	barrier flood-drained
-	wait $hsrv || check "honest server failed: $(cat "$WORK/honest.json")" false
+	barrier flood-after
+	kill $hsrv 2>/dev/null
+	wait $hsrv 2>/dev/null
+	nh=$(get honest-count)
+	check "honest server: $(grep -c '"intact": true' "$WORK/honest.json") of $nh connections intact: $(cat "$WORK/honest.json")" \
+		[ "$(grep -c '"intact": true' "$WORK/honest.json")" = "$nh" ]
 	log "stats: $(cli -j stats)"
 	cong=$(fb_server congested)
 	check "server fallbacks counted as congested: $cong, want some" \
@@ -57,8 +63,14 @@ else
 	# let the flood's handshakes fill the server
 	wait_for 60 "the flood's connections" \
 		test "$(inns ss -Htn state established "( dport = :$flood )" | wc -l)" -ge 8
-	fell=0
-	for i in $(seq $rounds); do
+	# At least $rounds honest connections, and more (up to $rounds + 6) until
+	# one met the full bound: the flood holds the server's handshakes full
+	# most of the time, not always (each is replaced 1.5 s after its connect,
+	# slower on a loaded machine), and an honest connect may fall into a gap.
+	# Seen: both of 2 over NTB beside a make bench, 63 other SYNs congested.
+	fell=0 i=0
+	while [ $i -lt $rounds ] || { [ $fell = 0 ] && [ $i -lt $((rounds + 6)) ]; }; do
+		i=$((i + 1))
 		inns "$XFER" client "$PEER_IP" $honest --ulp --bytes 65536 --both \
 			>"$WORK/honest$i.json"
 		rc=$?
@@ -74,7 +86,7 @@ else
 		[ "$(jfield "$out" mode)" = tcp ] && fell=$((fell + 1))
 	done
 	check "the flood ended before the honest connections did" kill -0 $fl
-	check "none of $rounds honest connections met the full bound" [ $fell -gt 0 ]
+	check "none of $i honest connections met the full bound" [ $fell -gt 0 ]
 	kill -TERM $fl
 	wait $fl
 	log "flood: $(cat "$WORK/flood.json")"
@@ -87,6 +99,8 @@ else
 	log "after the flood: $out"
 	check "after the flood: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
 		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	put honest-count $((i + 1))
+	barrier flood-after
 fi
 barrier flood-end
 checked
