@@ -25,8 +25,13 @@ static int __init ntbsmc_init(void)
 	rc = ntbsmc_ulp_init();
 	if (rc)
 		goto err_netlink;
+	rc = ntbsmc_proto_init();
+	if (rc)
+		goto err_ulp;
 	return 0;
 
+err_ulp:
+	ntbsmc_ulp_exit();
 err_netlink:
 	ntbsmc_netlink_exit();
 err_dev:
@@ -40,6 +45,7 @@ err_fault:
 
 static void __exit ntbsmc_exit(void)
 {
+	ntbsmc_proto_exit();
 	ntbsmc_ulp_exit();
 	ntbsmc_netlink_exit();
 	ntbsmc_dev_exit();

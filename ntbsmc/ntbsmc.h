@@ -671,11 +671,17 @@ struct ntbsmc_sock {
 extern struct list_head ntbsmc_socks;
 extern spinlock_t ntbsmc_socks_lock;
 
+int ntbsmc_ulp_set(struct sock *sk);
 int ntbsmc_ulp_init(void);
 void ntbsmc_ulp_exit(void);
 int ntbsmc_sock_dead(struct ntbsmc_sock *ctx);
 u32 ntbsmc_info_flags(const struct ntbsmc_sock *ctx, const struct ntbsmc_conn *conn);
 int ntbsmc_sock_set_conn(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn);
+
+/* ---- proto.c: socket(..., IPPROTO_NTBSMC) ---- */
+
+int ntbsmc_proto_init(void);
+void ntbsmc_proto_exit(void);
 
 /* ---- netlink.c ---- */
 

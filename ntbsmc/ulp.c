@@ -1022,6 +1022,24 @@ static struct tcp_ulp_ops ntbsmc_ulp_ops __read_mostly = {
 	.release	= ntbsmc_ulp_release,
 };
 
+/*
+ * The ULP of a socket made by socket(..., IPPROTO_NTBSMC) (proto.c), set as
+ * setsockopt(TCP_ULP) sets it (__tcp_set_ulp()), the module reference being
+ * the one sk_alloc() took for the socket's creator.
+ */
+int ntbsmc_ulp_set(struct sock *sk)
+{
+	int rc;
+
+	lock_sock(sk);
+	clear_bit(SOCK_SUPPORT_ZC, &sk->sk_socket->flags);
+	rc = ntbsmc_ulp_init_sk(sk);
+	if (!rc)
+		inet_csk(sk)->icsk_ulp_ops = &ntbsmc_ulp_ops;
+	release_sock(sk);
+	return rc;
+}
+
 /* ---- socket operations while ACTIVE ---- */
 
 /*

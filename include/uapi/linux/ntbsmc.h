@@ -5,7 +5,9 @@
  *
  * A TCP socket opts in with
  *	setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", sizeof("ntbsmc"));
- * before connect() or listen(). Both ends then negotiate over the TCP connection
+ * before connect() or listen(), or is made with the ULP already set:
+ *	socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_NTBSMC)
+ * Both ends then negotiate over the TCP connection
  * whether they share an NTB fabric; the connection runs over NTB if they do and
  * stays plain TCP (with a reason) if they don't.
  */
@@ -15,6 +17,16 @@
 #include <linux/types.h>
 
 #define NTBSMC_ULP_NAME		"ntbsmc"
+
+/*
+ * The protocol of socket(AF_INET/AF_INET6, SOCK_STREAM, IPPROTO_NTBSMC): a TCP
+ * socket with the ntbsmc ULP set, which says it is TCP (SO_PROTOCOL, /proc,
+ * ss) from then on. Above the IP protocol numbers (0-255) and below
+ * IPPROTO_MAX (263) of Linux 6.1 and 6.12, where those kernels define only
+ * IPPROTO_SMC (256) and IPPROTO_MPTCP (262). Loading ntbsmc registers it;
+ * the kernel loads the module on the first such socket() (its alias).
+ */
+#define IPPROTO_NTBSMC		261
 
 /* Socket option level of ntbsmc's own options (getsockopt/setsockopt). */
 #define SOL_NTBSMC		0x4e54
