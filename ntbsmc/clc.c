@@ -858,6 +858,9 @@ int ntbsmc_clc_server(struct ntbsmc_sock *ctx)
 		return rc;
 	if (ctx->hs_congested)		/* beyond max_handshakes (hs_count()) */
 		return clc_decline(&io, NTBSMC_REASON_CONGESTED);
+	/* A HELLO is never declined: the first answer that may decline */
+	if (!ntbsmc_policy_offers_sk(sk))
+		return clc_decline(&io, NTBSMC_REASON_POLICY);
 	dev = server_find_link(net, &t.prop, &rc);
 	if (!dev)
 		return clc_decline(&io, rc);

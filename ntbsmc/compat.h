@@ -75,4 +75,11 @@ static inline bool ntbsmc_may_sleep(void)
 	return !has_current_bpf_ctx();
 }
 
+/* An extended ack message with values: 6.3. Before, a fixed one. */
+#ifdef NL_SET_ERR_MSG_FMT
+#define ntbsmc_err_fmt(extack, plain, fmt, ...) NL_SET_ERR_MSG_FMT(extack, fmt, ##__VA_ARGS__)
+#else
+#define ntbsmc_err_fmt(extack, plain, fmt, ...) NL_SET_ERR_MSG(extack, plain)
+#endif
+
 #endif /* NTBSMC_COMPAT_H */

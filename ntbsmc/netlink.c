@@ -12,9 +12,9 @@ static const struct nla_policy ntbsmc_policy[NTBSMC_A_MAX + 1] = {
 	[NTBSMC_A_DEV_ENABLED]		= NLA_POLICY_MAX(NLA_U8, 1),
 	[NTBSMC_A_DEV_NETNS_PID]	= { .type = NLA_U32 },
 	[NTBSMC_A_DEV_NETNS_FD]		= { .type = NLA_U32 },
+	[NTBSMC_A_POLICY]		= { .type = NLA_NESTED },	/* policy.c checks it */
 };
 
-static struct genl_family ntbsmc_genl;
 
 static u64 jiffies_ms_since(unsigned long then)
 {
@@ -439,9 +439,28 @@ static const struct genl_small_ops ntbsmc_genl_ops[] = {
 		.doit	= ntbsmc_nl_stats_reset,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
+	{
+		.cmd	= NTBSMC_CMD_POLICY_GET,
+		.dumpit	= ntbsmc_nl_policy_dump,
+	},
+	{
+		.cmd	= NTBSMC_CMD_POLICY_ADD,
+		.doit	= ntbsmc_nl_policy_add,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= NTBSMC_CMD_POLICY_DEL,
+		.doit	= ntbsmc_nl_policy_del,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= NTBSMC_CMD_POLICY_FLUSH,
+		.doit	= ntbsmc_nl_policy_flush,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
 };
 
-static struct genl_family ntbsmc_genl __ro_after_init = {
+struct genl_family ntbsmc_genl __ro_after_init = {
 	.name		= NTBSMC_GENL_NAME,
 	.version	= NTBSMC_GENL_VERSION,
 	.maxattr	= NTBSMC_A_MAX,

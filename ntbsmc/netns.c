@@ -146,6 +146,7 @@ static int __net_init ntbsmc_net_init(struct net *net)
 	nn->max_orphans = 256;
 	nn->switch_on = 1;
 	nn->switch_timeout_ms = 5000;
+	INIT_LIST_HEAD(&nn->policy);
 
 	/*
 	 * Handshakes sleep on the peer, each a handshake timeout at most. The
@@ -204,6 +205,7 @@ static void __net_exit ntbsmc_net_exit(struct net *net)
 
 	unregister_net_sysctl_table(nn->sysctl);
 	kfree(tbl);
+	ntbsmc_policy_flush(net);
 	/* every socket held the namespace: no handshake is left but ending ones */
 	destroy_workqueue(nn->hs_srv_wq);
 	destroy_workqueue(nn->hs_wq);

@@ -138,6 +138,10 @@ struct ntbsmc_net {
 	int max_orphans;		/* per device; beyond, a closing connection resets */
 	int switch_on;			/* sysctl switch: offer protocol version 7 */
 	int switch_timeout_ms;		/* bound on a switch of transport's exchange */
+	/* policy.c: struct ntbsmc_rule, RCU; the rest under its policy_lock */
+	struct list_head policy;
+	unsigned int policy_rules;
+	u32 policy_last_id;		/* ids are never reused */
 	atomic_t handshakes;		/* server handshakes running, max_handshakes at most */
 	atomic_t client_handshakes;	/* client handshakes running (hs_client_bound()) */
 	/*
@@ -678,12 +682,27 @@ int ntbsmc_sock_dead(struct ntbsmc_sock *ctx);
 u32 ntbsmc_info_flags(const struct ntbsmc_sock *ctx, const struct ntbsmc_conn *conn);
 int ntbsmc_sock_set_conn(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn);
 
+/* ---- policy.c: which peers and ports are offered ntbsmc ---- */
+
+struct genl_info;
+struct netlink_callback;
+
+bool ntbsmc_policy_offers(struct net *net, const struct in6_addr *peer, u16 port);
+bool ntbsmc_policy_offers_sk(const struct sock *sk);
+void ntbsmc_policy_flush(struct net *net);
+int ntbsmc_nl_policy_dump(struct sk_buff *skb, struct netlink_callback *cb);
+int ntbsmc_nl_policy_add(struct sk_buff *skb, struct genl_info *info);
+int ntbsmc_nl_policy_del(struct sk_buff *skb, struct genl_info *info);
+int ntbsmc_nl_policy_flush(struct sk_buff *skb, struct genl_info *info);
+
 /* ---- proto.c: socket(..., IPPROTO_NTBSMC) ---- */
 
 int ntbsmc_proto_init(void);
 void ntbsmc_proto_exit(void);
 
 /* ---- netlink.c ---- */
+
+extern struct genl_family ntbsmc_genl;
 
 int ntbsmc_netlink_init(void);
 void ntbsmc_netlink_exit(void);

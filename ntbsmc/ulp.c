@@ -1455,6 +1455,37 @@ static void hs_client_bound(struct sock *sk, struct ntbsmc_sock *ctx)
 	release_sock(sk);
 }
 
+/*
+ * The namespace's policy, before the SYN offers ntbsmc: a peer and port it
+ * does not offer to are TCP at once. An address TCP will refuse is TCP's to
+ * refuse.
+ */
+static void hs_client_policy(struct sock *sk, struct ntbsmc_sock *ctx,
+			     const struct sockaddr *uaddr, int addr_len)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)uaddr;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)uaddr;
+	struct in6_addr peer;
+	u16 port;
+
+	if (uaddr->sa_family == AF_INET && addr_len >= (int)sizeof(*sin)) {
+		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, &peer);
+		port = ntohs(sin->sin_port);
+	} else if (uaddr->sa_family == AF_INET6 && sk->sk_family == AF_INET6 &&
+		   addr_len >= SIN6_LEN_RFC2133) {
+		peer = sin6->sin6_addr;
+		port = ntohs(sin6->sin6_port);
+	} else {
+		return;
+	}
+	lock_sock(sk);
+	if (READ_ONCE(ctx->mode) == NTBSMC_MODE_HANDSHAKE && !ctx->hs_started &&
+	    sk->sk_state == TCP_CLOSE && tcp_sk(sk)->syn_smc &&
+	    !ntbsmc_policy_offers(sock_net(sk), &peer, port))
+		fallback_locked(sk, ctx, NTBSMC_REASON_POLICY);
+	release_sock(sk);
+}
+
 static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_len,
 			  int flags)
 {
@@ -1465,6 +1496,8 @@ static int ntbsmc_connect(struct socket *sock, struct sockaddr *uaddr, int addr_
 
 	if (addr_len >= (int)sizeof(uaddr->sa_family) && uaddr->sa_family == AF_UNSPEC)
 		return disconnect(sock, uaddr, addr_len, flags);
+	if (addr_len >= (int)sizeof(uaddr->sa_family))
+		hs_client_policy(sk, ctx, uaddr, addr_len);
 	hs_client_bound(sk, ctx);
 	rc = ctx->sk_ops->connect(sock, uaddr, addr_len, flags);
 	if (rc)

@@ -84,6 +84,8 @@ enum ntbsmc_mode {
  *	version without that proof
  * @NTBSMC_REASON_DEV_DISABLED: the NTB device that reached the peer is disabled
  *	on this host (%NTBSMC_A_DEV_ENABLED 0: ntbsmc dev set DEV disable)
+ * @NTBSMC_REASON_POLICY: the namespace's policy (%NTBSMC_CMD_POLICY_ADD) does
+ *	not offer ntbsmc to this peer address and port
  */
 enum ntbsmc_reason {
 	NTBSMC_REASON_NONE,
@@ -104,6 +106,7 @@ enum ntbsmc_reason {
 	NTBSMC_REASON_CONGESTED,
 	NTBSMC_REASON_AUTH,
 	NTBSMC_REASON_DEV_DISABLED,
+	NTBSMC_REASON_POLICY,
 
 	__NTBSMC_REASON_MAX
 };
@@ -174,6 +177,15 @@ struct ntbsmc_info {
  * @NTBSMC_CMD_CONN_GET: dump ntbsmc connections, nested %NTBSMC_A_CONN
  * @NTBSMC_CMD_STATS_GET: the namespace's counters, nested %NTBSMC_A_STATS
  * @NTBSMC_CMD_STATS_RESET: zero the namespace's counters
+ * @NTBSMC_CMD_POLICY_GET: dump the namespace's policy rules, nested
+ *	%NTBSMC_A_POLICY each, in the order they were added
+ * @NTBSMC_CMD_POLICY_ADD: add one rule (nested %NTBSMC_A_POLICY: ACTION
+ *	required, the rest optional). Refused with EINVAL (a bad prefix, a port
+ *	range upside down), EEXIST (it overlaps a rule of the same action in both
+ *	addresses and ports) or ENOSPC (%NTBSMC_POLICY_MAX rules), with an extended
+ *	ack message; nothing changes then
+ * @NTBSMC_CMD_POLICY_DEL: remove the rule %NTBSMC_POLICY_ID (ENOENT if none)
+ * @NTBSMC_CMD_POLICY_FLUSH: remove every rule: every peer and port offered
  */
 enum ntbsmc_cmd {
 	NTBSMC_CMD_UNSPEC,
@@ -183,6 +195,10 @@ enum ntbsmc_cmd {
 	NTBSMC_CMD_CONN_GET,
 	NTBSMC_CMD_STATS_GET,
 	NTBSMC_CMD_STATS_RESET,
+	NTBSMC_CMD_POLICY_GET,
+	NTBSMC_CMD_POLICY_ADD,
+	NTBSMC_CMD_POLICY_DEL,
+	NTBSMC_CMD_POLICY_FLUSH,
 
 	__NTBSMC_CMD_MAX
 };
@@ -198,6 +214,7 @@ enum ntbsmc_cmd {
  * @NTBSMC_A_DEV_ENABLED: u8, use the device for ntbsmc (DEV_SET)
  * @NTBSMC_A_DEV_NETNS_PID: u32, move the device to this process's namespace
  * @NTBSMC_A_DEV_NETNS_FD: u32, move the device to the namespace of this fd
+ * @NTBSMC_A_POLICY: nested, enum ntbsmc_policy_attr
  */
 enum ntbsmc_attr {
 	NTBSMC_A_UNSPEC,
@@ -210,10 +227,57 @@ enum ntbsmc_attr {
 	NTBSMC_A_DEV_NETNS_PID,
 	NTBSMC_A_DEV_NETNS_FD,
 	NTBSMC_A_PAD,
+	NTBSMC_A_POLICY,
 
 	__NTBSMC_A_MAX
 };
 #define NTBSMC_A_MAX (__NTBSMC_A_MAX - 1)
+
+/*
+ * The policy of a namespace: which connections its ntbsmc sockets offer
+ * ntbsmc to, however they got the ULP. A connection is offered when it
+ * matches no EXCLUDE rule and, if there is any INCLUDE rule, matches one. A
+ * rule matches the peer's address (IPv4-mapped IPv6 addresses as IPv4) and the
+ * service port: the port a client connects to, the port a server listens on.
+ * A client checks before its SYN (not offered: TCP at once, reason
+ * %NTBSMC_REASON_POLICY); a server when the handshake starts, and declines
+ * (its reason POLICY, the client's %NTBSMC_REASON_DECLINED with peer reason
+ * POLICY). A change applies to connections made afterwards.
+ */
+#define NTBSMC_POLICY_MAX	256
+
+enum ntbsmc_policy_action {
+	NTBSMC_POLICY_INCLUDE = 1,
+	NTBSMC_POLICY_EXCLUDE,
+};
+
+/**
+ * enum ntbsmc_policy_attr - a policy rule (in %NTBSMC_A_POLICY)
+ * @NTBSMC_POLICY_ID: u32, the rule's id (POLICY_GET, POLICY_DEL)
+ * @NTBSMC_POLICY_ACTION: u8, enum ntbsmc_policy_action
+ * @NTBSMC_POLICY_FAMILY: u8, AF_INET or AF_INET6; absent: every address
+ * @NTBSMC_POLICY_ADDR: binary, 4 or 16 bytes (with FAMILY), no bit set
+ *	beyond PREFIXLEN
+ * @NTBSMC_POLICY_PREFIXLEN: u8, at most 32 or 128 (with FAMILY; absent: a host)
+ * @NTBSMC_POLICY_PORT_MIN: u16, 1-65535 (absent: every port)
+ * @NTBSMC_POLICY_PORT_MAX: u16, PORT_MIN to 65535 (absent: PORT_MIN)
+ * @NTBSMC_POLICY_HITS: u64, connections this rule decided (POLICY_GET)
+ */
+enum ntbsmc_policy_attr {
+	NTBSMC_POLICY_UNSPEC,
+	NTBSMC_POLICY_ID,
+	NTBSMC_POLICY_ACTION,
+	NTBSMC_POLICY_FAMILY,
+	NTBSMC_POLICY_ADDR,
+	NTBSMC_POLICY_PREFIXLEN,
+	NTBSMC_POLICY_PORT_MIN,
+	NTBSMC_POLICY_PORT_MAX,
+	NTBSMC_POLICY_HITS,
+	NTBSMC_POLICY_PAD,
+
+	__NTBSMC_POLICY_MAX
+};
+#define NTBSMC_POLICY_ATTR_MAX (__NTBSMC_POLICY_MAX - 1)
 
 /**
  * enum ntbsmc_dev_attr - an NTB device (in %NTBSMC_A_DEV)
