@@ -36,6 +36,7 @@ static const char *const reason_names[__NTBSMC_REASON_MAX] = {
 	[NTBSMC_REASON_CONGESTED]	= "congested",
 	[NTBSMC_REASON_AUTH]		= "auth",
 	[NTBSMC_REASON_DEV_DISABLED]	= "dev_disabled",
+	[NTBSMC_REASON_POLICY]		= "policy",
 };
 
 /* As ss(8) spells them; TCP_NEW_SYN_RECV (12) is a request socket ss shows as SYN-RECV. */

@@ -37,6 +37,7 @@ static const struct nla_policy top_policy[NTBSMC_A_MAX + 1] = {
 	[NTBSMC_A_DEV_ENABLED]	= { .type = NLA_U8 },
 	[NTBSMC_A_DEV_NETNS_PID] = { .type = NLA_U32 },
 	[NTBSMC_A_DEV_NETNS_FD]	= { .type = NLA_U32 },
+	[NTBSMC_A_POLICY]	= { .type = NLA_NESTED },
 };
 
 static const struct nla_policy extack_policy[NLMSGERR_ATTR_MAX + 1] = {
@@ -211,6 +212,8 @@ static int kernel_error(const struct reply *r, const char *what, const char *pri
 			    priv ? priv : "CAP_NET_ADMIN");
 	case ENODEV:
 		return fail(EXIT_NODEV, "%s: %s", what, msg ? msg : "no such device");
+	case ENOENT:
+		return fail(EXIT_NODEV, "%s: %s", what, msg ? msg : "not found");
 	default:
 		return fail(EXIT_ERROR, "%s: %s", what, msg ? msg : strerror(r->err));
 	}

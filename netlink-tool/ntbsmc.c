@@ -177,7 +177,7 @@ static void usage_options(FILE *f)
 		"Usage: ntbsmc [OPTIONS] OBJECT { COMMAND | help }\n"
 		"       ntbsmc -V | --version\n"
 		"       ntbsmc -h | --help | help\n"
-		"where  OBJECT := { dev | linkgroup | conn | stats | check }\n"
+		"where  OBJECT := { dev | linkgroup | conn | stats | policy | check }\n"
 		"       OPTIONS := { -j | --json    output JSON\n"
 		"                    -p | --pretty  pretty-print JSON\n"
 		"                    -d | --details more details (conn show)\n"
@@ -193,19 +193,22 @@ static void usage(FILE *f)
 	usage_lgr(f);
 	usage_conn(f);
 	usage_stats(f);
+	usage_policy(f);
 	usage_check(f);
 	fprintf(f, "\nObjects and commands may be abbreviated (\"ntbsmc d s\").\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 module not loaded,\n"
-		"            4 permission denied, 5 no such device, 6 check could not connect.\n");
+		"            4 permission denied, 5 no such device, link group or rule,\n"
+		"            6 check could not connect.\n");
 }
 
-enum { OBJ_DEV, OBJ_LGR, OBJ_CONN, OBJ_STATS, OBJ_CHECK, OBJ_HELP };
+enum { OBJ_DEV, OBJ_LGR, OBJ_CONN, OBJ_STATS, OBJ_POLICY, OBJ_CHECK, OBJ_HELP };
 
 static const struct keyword objects[] = {
 	[OBJ_DEV]	= { "dev", "device", false },
 	[OBJ_LGR]	= { "linkgroup", "lgr", false },
 	[OBJ_CONN]	= { "conn", "connection", false },
 	[OBJ_STATS]	= { "stats", "statistics", false },
+	[OBJ_POLICY]	= { "policy", NULL, false },
 	[OBJ_CHECK]	= { "check", NULL, false },
 	[OBJ_HELP]	= { "help", NULL, false },
 };
@@ -229,6 +232,8 @@ static int dispatch(int argc, char **argv)
 		return do_conn(argc - 1, argv + 1);
 	case OBJ_STATS:
 		return do_stats(argc - 1, argv + 1);
+	case OBJ_POLICY:
+		return do_policy(argc - 1, argv + 1);
 	case OBJ_CHECK:
 		return do_check(argc - 1, argv + 1);
 	case OBJ_HELP:

@@ -21,7 +21,7 @@ enum {
 	EXIT_USAGE	= 2,	/* bad arguments */
 	EXIT_NOMODULE	= 3,	/* generic netlink family "ntbsmc" not found */
 	EXIT_PERM	= 4,	/* EPERM/EACCES */
-	EXIT_NODEV	= 5,	/* no such device (or link group) */
+	EXIT_NODEV	= 5,	/* no such device (or link group, or policy rule) */
 	EXIT_CONNECT	= 6,	/* check: cannot resolve, connect or listen */
 };
 
@@ -67,11 +67,13 @@ int do_lgr(int argc, char **argv);
 int do_stats(int argc, char **argv);
 int do_conn(int argc, char **argv);
 int do_check(int argc, char **argv);
+int do_policy(int argc, char **argv);
 void usage_dev(FILE *f);
 void usage_lgr(FILE *f);
 void usage_stats(FILE *f);
 void usage_conn(FILE *f);
 void usage_check(FILE *f);
+void usage_policy(FILE *f);
 
 /* ---- talking to the kernel module (nl.c) ---- */
 

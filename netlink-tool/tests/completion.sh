@@ -48,10 +48,11 @@ expect() {
 # Objects, with the tool's prefix matching and aliases.
 expect _ntbsmc "ntbsmc d" "dev"
 expect _ntbsmc "ntbsmc devi" "device"
-expect _ntbsmc "ntbsmc " "dev linkgroup conn stats check help"
+expect _ntbsmc "ntbsmc " "dev linkgroup conn stats policy check help"
+expect _ntbsmc "ntbsmc p" "policy"
 expect _ntbsmc "ntbsmc c" "conn check"
 expect _ntbsmc "ntbsmc -" "-j --json -p --pretty -d --details -n --netns -V --version -h --help"
-expect _ntbsmc "ntbsmc -j -p " "dev linkgroup conn stats check help"
+expect _ntbsmc "ntbsmc -j -p " "dev linkgroup conn stats policy check help"
 expect _ntbsmc "ntbsmc -V " ""
 expect _ntbsmc "ntbsmc -n /proc/self/ns/ne" "/proc/self/ns/net"
 expect _ntbsmc "ntbsmc --netns=/proc/self/ns/ne" "/proc/self/ns/net"
@@ -96,6 +97,26 @@ expect _ntbsmc "ntbsmc check -l -6 -" "-t --timeout -c --count"
 expect _ntbsmc "ntbsmc check -t " ""
 expect _ntbsmc "ntbsmc check localhos" "localhost"
 expect _ntbsmc "ntbsmc check -l " ""
+
+# policy; rule ids from the fake module's table of two rules
+export NTBSMC_FAKE_POLICY
+NTBSMC_FAKE_POLICY=$(mktemp)
+trap 'rm -f "$NTBSMC_FAKE_POLICY"' EXIT
+$FAKE policy add include 10.0.0.0/8 && $FAKE policy add exclude any port 22
+expect _ntbsmc "ntbsmc policy " "show add del flush help"
+expect _ntbsmc "ntbsmc policy d" "del"
+expect _ntbsmc "ntbsmc policy add " "include exclude"
+expect _ntbsmc "ntbsmc policy add ex" "exclude"
+expect _ntbsmc "ntbsmc policy add include " "any port"
+expect _ntbsmc "ntbsmc po a ex 10.0.0.0/8 " "port"
+expect _ntbsmc "ntbsmc policy add ex any " "port"
+expect _ntbsmc "ntbsmc policy add ex port " ""
+expect _ntbsmc "ntbsmc policy add ex port 22 " "any"
+expect _ntbsmc "ntbsmc policy add ex p 22 fd00::/8 " ""
+expect _ntbsmc "ntbsmc policy flush " ""
+expect _ntbsmc "$FAKE policy del " "1 2"
+expect _ntbsmc "$FAKE policy delete " "1 2"
+expect _ntbsmc "$FAKE policy del 1 " ""
 
 # ntbsmc_run: its options, then the program's completion.
 expect _ntbsmc_run "ntbsmc_run -" "-p -a -d -h --"

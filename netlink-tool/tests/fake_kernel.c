@@ -17,6 +17,11 @@
  *   unknown     values this tool version does not know (state 7, reason 20; a socket
  *               in TCP state 13, mode 9, reason 20 declined for reason 21)
  * Each request is logged to $NTBSMC_FAKE_LOG (if set): "cmd=N flags=... attrs".
+ *
+ * The policy (NTBSMC_CMD_POLICY_*) works in every scenario as the module's does, on a
+ * table kept in $NTBSMC_FAKE_POLICY (if set) from one run of the tool to the next; a
+ * rule's hits are 10 times its id. "eperm" refuses its changes, "malformed" dumps one
+ * rule with a 5-byte address.
  */
 
 #include <arpa/inet.h>
@@ -218,7 +223,9 @@ static void stats_get(const struct nlmsghdr *req)
 {
 	static const unsigned long client[] = { 0, 5, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 						0, 0, 0, 0, 0, 0, 9 };
-	static const unsigned long server[__NTBSMC_REASON_MAX] = { [NTBSMC_REASON_DECLINED] = 1 };
+	static const unsigned long server[__NTBSMC_REASON_MAX] = {
+		[NTBSMC_REASON_DECLINED] = 1, [NTBSMC_REASON_POLICY] = 4,
+	};
 	static const unsigned long zero[__NTBSMC_REASON_MAX];
 	struct nl_msg *msg = reply(req, FAKE_FAMILY, NTBSMC_CMD_STATS_GET, false);
 	struct nlattr *nest = nla_nest_start(msg, NTBSMC_A_STATS);
@@ -363,6 +370,261 @@ static void conn_dump(const struct nlmsghdr *req)
 	queue_done(req, 0, NULL);
 }
 
+/* ---- the policy ---- */
+
+struct fake_rule {
+	unsigned int id;
+	unsigned char action, family, plen;	/* family 0: every address */
+	unsigned char addr[16];
+	unsigned short port_min, port_max;	/* 0, 0: every port */
+};
+
+/* The namespace's policy, kept in $NTBSMC_FAKE_POLICY as this struct's bytes. */
+static struct {
+	unsigned int last_id;			/* ids are never reused */
+	unsigned int count;
+	struct fake_rule rules[NTBSMC_POLICY_MAX];
+} policy;
+
+/* $NTBSMC_FAKE_POLICY opened in MODE, or NULL (no such file, or no policy kept). */
+static FILE *policy_file(const char *mode)
+{
+	const char *path = getenv("NTBSMC_FAKE_POLICY");
+
+	return path ? fopen(path, mode) : NULL;
+}
+
+static void policy_load(void)
+{
+	FILE *f = policy_file("rb");
+
+	if (!f)
+		return;
+	if (fread(&policy, sizeof(policy), 1, f) != 1)
+		memset(&policy, 0, sizeof(policy));
+	fclose(f);
+}
+
+static void policy_save(void)
+{
+	FILE *f = policy_file("wb");
+
+	if (!f)
+		return;
+	fwrite(&policy, sizeof(policy), 1, f);
+	fclose(f);
+}
+
+static void queue_rule(const struct nlmsghdr *req, const struct fake_rule *r)
+{
+	struct nl_msg *msg = reply(req, FAKE_FAMILY, NTBSMC_CMD_POLICY_GET, true);
+	struct nlattr *nest = nla_nest_start(msg, NTBSMC_A_POLICY);
+
+	nla_put_u32(msg, NTBSMC_POLICY_ID, r->id);
+	nla_put_u8(msg, NTBSMC_POLICY_ACTION, r->action);
+	if (r->family) {
+		nla_put_u8(msg, NTBSMC_POLICY_FAMILY, r->family);
+		nla_put(msg, NTBSMC_POLICY_ADDR, is("malformed") ? 5 :
+			r->family == AF_INET ? 4 : 16, r->addr);
+		nla_put_u8(msg, NTBSMC_POLICY_PREFIXLEN, r->plen);
+	}
+	if (r->port_min) {
+		nla_put_u16(msg, NTBSMC_POLICY_PORT_MIN, r->port_min);
+		nla_put_u16(msg, NTBSMC_POLICY_PORT_MAX, r->port_max);
+	}
+	nla_put_u64(msg, NTBSMC_POLICY_HITS, 10ULL * r->id);
+	nla_nest_end(msg, nest);
+	queue(msg);
+}
+
+static void policy_dump(const struct nlmsghdr *req)
+{
+	static const struct fake_rule bad = {
+		.id = 1, .action = NTBSMC_POLICY_INCLUDE, .family = AF_INET, .plen = 8,
+	};
+	unsigned int i;
+
+	if (is("malformed"))
+		queue_rule(req, &bad);
+	else
+		for (i = 0; i < policy.count; i++) {
+			if (i == 2)
+				new_read();	/* like a dump that did not fit one message */
+			queue_rule(req, &policy.rules[i]);
+		}
+	queue_done(req, 0, NULL);
+}
+
+static bool addr_bit(const unsigned char *addr, unsigned int i)
+{
+	return addr[i / 8] >> (7 - i % 8) & 1;
+}
+
+/* As the module's rules_overlap(): both match some connection. */
+static bool rules_overlap(const struct fake_rule *a, const struct fake_rule *b)
+{
+	unsigned int i, plen = a->plen < b->plen ? a->plen : b->plen;
+
+	if (a->port_min && b->port_min &&
+	    (a->port_max < b->port_min || b->port_max < a->port_min))
+		return false;
+	if (!a->family || !b->family)
+		return true;
+	if (a->family != b->family)
+		return false;
+	for (i = 0; i < plen; i++)
+		if (addr_bit(a->addr, i) != addr_bit(b->addr, i))
+			return false;
+	return true;
+}
+
+/* The request's rule, checked as the module's rule_parse() does; NULL or a message. */
+static const char *rule_parse(struct nlattr **a, struct fake_rule *r)
+{
+	unsigned int len, i;
+
+	r->action = a[NTBSMC_POLICY_ACTION] ? nla_get_u8(a[NTBSMC_POLICY_ACTION]) : 0;
+	if (r->action != NTBSMC_POLICY_INCLUDE && r->action != NTBSMC_POLICY_EXCLUDE)
+		return "include or exclude missing";
+	if (a[NTBSMC_POLICY_FAMILY]) {
+		r->family = nla_get_u8(a[NTBSMC_POLICY_FAMILY]);
+		if (r->family != AF_INET && r->family != AF_INET6)
+			return "family must be AF_INET or AF_INET6";
+		len = r->family == AF_INET ? 4 : 16;
+		if (!a[NTBSMC_POLICY_ADDR] || nla_len(a[NTBSMC_POLICY_ADDR]) != (int)len)
+			return "address missing or not of its family's length";
+		memcpy(r->addr, nla_data(a[NTBSMC_POLICY_ADDR]), len);
+		r->plen = a[NTBSMC_POLICY_PREFIXLEN] ? nla_get_u8(a[NTBSMC_POLICY_PREFIXLEN]) :
+						       8 * len;
+		if (r->plen > 8 * len)
+			return "prefix length beyond the address";
+		for (i = r->plen; i < 8 * len; i++)
+			if (addr_bit(r->addr, i))
+				return "host bits set beyond the prefix length";
+		if (r->family == AF_INET6 && r->plen >= 96 &&
+		    !memcmp(r->addr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+			return "an IPv4-mapped prefix: give it as IPv4";
+	} else if (a[NTBSMC_POLICY_ADDR] || a[NTBSMC_POLICY_PREFIXLEN]) {
+		return "an address needs its family";
+	}
+	if (a[NTBSMC_POLICY_PORT_MIN]) {
+		r->port_min = nla_get_u16(a[NTBSMC_POLICY_PORT_MIN]);
+		r->port_max = a[NTBSMC_POLICY_PORT_MAX] ? nla_get_u16(a[NTBSMC_POLICY_PORT_MAX]) :
+							  r->port_min;
+		if (!r->port_min || r->port_max < r->port_min)
+			return "port range must be 1-65535, low to high";
+	} else if (a[NTBSMC_POLICY_PORT_MAX]) {
+		return "port range without its low end";
+	}
+	return NULL;
+}
+
+static void policy_add(const struct nlmsghdr *req, struct nlattr **tb)
+{
+	struct fake_rule r = { 0 };
+	const char *err = rule_parse(tb, &r);
+	char text[32];
+	unsigned int i;
+
+	if (err) {
+		queue_error(req, -EINVAL, err);
+		return;
+	}
+	if (policy.count == NTBSMC_POLICY_MAX) {
+		queue_error(req, -ENOSPC, "too many rules");
+		return;
+	}
+	for (i = 0; i < policy.count; i++) {
+		if (policy.rules[i].action == r.action && rules_overlap(&policy.rules[i], &r)) {
+			snprintf(text, sizeof(text), "overlaps rule %u", policy.rules[i].id);
+			queue_error(req, -EEXIST, text);
+			return;
+		}
+	}
+	r.id = ++policy.last_id;
+	policy.rules[policy.count++] = r;
+	policy_save();
+	queue_error(req, 0, NULL);
+}
+
+static void policy_del(const struct nlmsghdr *req, struct nlattr **tb)
+{
+	unsigned int i, id;
+	char text[32];
+
+	if (!tb[NTBSMC_POLICY_ID]) {
+		queue_error(req, -EINVAL, "rule id missing");
+		return;
+	}
+	id = nla_get_u32(tb[NTBSMC_POLICY_ID]);
+	for (i = 0; i < policy.count && policy.rules[i].id != id; i++)
+		;
+	if (i == policy.count) {
+		snprintf(text, sizeof(text), "no rule %u", id);
+		queue_error(req, -ENOENT, text);
+		return;
+	}
+	memmove(&policy.rules[i], &policy.rules[i + 1],
+		(policy.count - i - 1) * sizeof(policy.rules[0]));
+	policy.count--;
+	policy_save();
+	queue_error(req, 0, NULL);
+}
+
+/* Changes of the policy; the rule comes nested in NTBSMC_A_POLICY. */
+static void policy_change(const struct nlmsghdr *req, int cmd)
+{
+	struct nlattr *top[NTBSMC_A_MAX + 1], *tb[NTBSMC_POLICY_ATTR_MAX + 1];
+
+	if (is("eperm")) {
+		queue_error(req, -EPERM, NULL);
+		return;
+	}
+	if (cmd == NTBSMC_CMD_POLICY_FLUSH) {
+		policy.count = 0;
+		policy_save();
+		queue_error(req, 0, NULL);
+		return;
+	}
+	if (genlmsg_parse((struct nlmsghdr *)req, 0, top, NTBSMC_A_MAX, NULL) < 0 ||
+	    !top[NTBSMC_A_POLICY] ||
+	    nla_parse_nested(tb, NTBSMC_POLICY_ATTR_MAX, top[NTBSMC_A_POLICY], NULL) < 0) {
+		queue_error(req, -EINVAL, "policy rule missing");
+		return;
+	}
+	if (cmd == NTBSMC_CMD_POLICY_ADD)
+		policy_add(req, tb);
+	else
+		policy_del(req, tb);
+}
+
+/* " id=1 action=2 family=2 addr=10.0.0.0 prefixlen=8 port_min=22 port_max=22", as sent */
+static void log_rule(FILE *f, struct nlattr *nest)
+{
+	static const char *const names[NTBSMC_POLICY_ATTR_MAX + 1] = {
+		[NTBSMC_POLICY_ID] = "id", [NTBSMC_POLICY_ACTION] = "action",
+		[NTBSMC_POLICY_FAMILY] = "family", [NTBSMC_POLICY_PREFIXLEN] = "prefixlen",
+		[NTBSMC_POLICY_PORT_MIN] = "port_min", [NTBSMC_POLICY_PORT_MAX] = "port_max",
+	};
+	char addr[INET6_ADDRSTRLEN];
+	struct nlattr *a;
+	int rem;
+
+	nla_for_each_nested(a, nest, rem) {
+		int type = nla_type(a), len = nla_len(a);
+		const char *name = type <= NTBSMC_POLICY_ATTR_MAX ? names[type] : NULL;
+
+		if (type == NTBSMC_POLICY_ADDR)
+			fprintf(f, " addr=%s", inet_ntop(len == 4 ? AF_INET : AF_INET6, nla_data(a),
+							 addr, sizeof(addr)));
+		else if (name)
+			fprintf(f, " %s=%u", name, len == 1 ? nla_get_u8(a) :
+				len == 2 ? nla_get_u16(a) : nla_get_u32(a));
+		else
+			fprintf(f, " attr%d", type);
+	}
+}
+
 static void log_request(const struct nlmsghdr *nlh)
 {
 	const char *path = getenv("NTBSMC_FAKE_LOG");
@@ -383,6 +645,8 @@ static void log_request(const struct nlmsghdr *nlh)
 		if (tb[NTBSMC_A_DEV_NETNS_FD])
 			fprintf(f, " fd=%s", nla_get_u32(tb[NTBSMC_A_DEV_NETNS_FD]) > 2 ?
 			       "open" : "bad");
+		if (tb[NTBSMC_A_POLICY])
+			log_rule(f, tb[NTBSMC_A_POLICY]);
 	}
 	fputc('\n', f);
 	fclose(f);
@@ -430,6 +694,14 @@ static void ntbsmc_request(const struct nlmsghdr *req)
 		break;
 	case NTBSMC_CMD_STATS_GET:
 		stats_get(req);
+		break;
+	case NTBSMC_CMD_POLICY_GET:
+		policy_dump(req);
+		break;
+	case NTBSMC_CMD_POLICY_ADD:
+	case NTBSMC_CMD_POLICY_DEL:
+	case NTBSMC_CMD_POLICY_FLUSH:
+		policy_change(req, gh->cmd);
 		break;
 	case NTBSMC_CMD_DEV_SET:
 	case NTBSMC_CMD_STATS_RESET:
@@ -486,6 +758,7 @@ void fake_kernel_attach(struct nl_sock *sk)
 
 	if (getenv("NTBSMC_FAKE"))
 		scenario = getenv("NTBSMC_FAKE");
+	policy_load();
 	nl_cb_overwrite_send(cb, fake_send);
 	nl_cb_overwrite_recv(cb, fake_recv);
 	nl_cb_put(cb);

@@ -249,9 +249,14 @@ grep -q "^Usage: ntbsmc conn show \[ -a | --all \]" <<<"$out"; result $((! $?)) 
 expect 0 "" "connection show help" -- $TOOL connection show help
 expect 0 "" "check help" -- $TOOL check help
 grep -q "^       ntbsmc check -l " <<<"$out"; result $((! $?)) "check help: usage of -l"
+expect 0 "" "policy help" -- $TOOL policy help
+grep -q "^       ntbsmc policy add { include | exclude } " <<<"$out"
+result $((! $?)) "policy help: usage of add"
+expect 0 "" "policy add help" -- $TOOL policy add help
 expect 0 "" "help lists conn and check" -- $TOOL help
 grep -q "ntbsmc conn show" <<<"$out" && grep -q "ntbsmc check \[" <<<"$out"
 result $((! $?)) "help: conn show and check"
+grep -q "^Usage: ntbsmc policy \[ show \]" <<<"$out"; result $((! $?)) "help: policy"
 expect 2 '^Error: no object given' "no object" -- $TOOL
 expect 2 '^Error: unknown object "bogus"' "unknown object" -- $TOOL bogus
 expect 2 '^Error: ambiguous object ""' "ambiguous object" -- $TOOL ""
@@ -324,7 +329,9 @@ expect 2 'is not a network namespace' "-n not a namespace" -- $TOOL -n /dev/null
 
 if $TOOL stats >/dev/null 2>&1; [ $? = 3 ]; then
 	cmds=("dev" "d s" "-j dev show" "link sh" "lgr show 1" "st" "stats reset"
-	      "dev set ntb0 enable" "conn" "co s -a" "-j connection show mode ntb port 1")
+	      "dev set ntb0 enable" "conn" "co s -a" "-j connection show mode ntb port 1"
+	      "policy" "-j po s" "policy add exclude 10.0.0.0/8 port 22" "policy del 1"
+	      "policy flush")
 	[ "$(id -u)" = 0 ] && cmds+=("-n /proc/self/ns/net stats")
 	for cmd in "${cmds[@]}"; do
 		# shellcheck disable=SC2086
@@ -538,17 +545,19 @@ Fallbacks to TCP, client side
   no_fabric                                       2
 Fallbacks to TCP, server side
   declined                                        1
+  policy                                          4
 EOF
 expect 0 "" "fake: st" -- $FAKE st
 same "$TMP/stats.txt" "fake: stats text (non-zero reasons only)"
 expect 0 "" "fake: -j stats show" -- $FAKE -j stats show
 reasons='["peer_no_offer", "peer_smc", "no_fabric", "link_down", "no_buffer", "no_memory",
 "version", "timeout", "declined", "disabled", "protocol", "fastopen", "peer_closed",
-"disconnected", "congested", "auth", "dev_disabled"]'
+"disconnected", "congested", "auth", "dev_disabled", "policy"]'
 json "isinstance(d, dict) and d['conn_ntb'] == 1000 and d['aborts'] == 10000 and
 d['buffer_full'] == 9000 and list(d['fallback_client']) == $reasons and
 list(d['fallback_server']) == $reasons and d['fallback_client']['peer_no_offer'] == 5 and
-d['fallback_server']['declined'] == 1 and d['fallback_server']['timeout'] == 0" \
+d['fallback_server']['declined'] == 1 and d['fallback_server']['timeout'] == 0 and
+d['fallback_server']['policy'] == 4" \
 	"fake: -j stats: all reasons, in order"
 # Each counter is 1000 times its attribute number in tests/fake_kernel.c.
 json "list(d) == ['conn_ntb', 'conn_tcp', 'handshake_errors', 'handshakes_peak',
@@ -578,6 +587,200 @@ if [ "$(id -u)" = 0 ]; then
 else
 	expect 4 'needs CAP_SYS_ADMIN' "fake: -n PATH unprivileged" -- $FAKE -n /proc/self/ns/net dev
 fi
+
+# ---- policy (fake module; its table lives in $NTBSMC_FAKE_POLICY from run to run) ----
+
+export NTBSMC_FAKE_POLICY="$TMP/policy"
+
+: >"$TMP/log"
+expect 0 "" "fake: policy (no rules)" -- $FAKE policy
+[ "$out" = "no rules: every peer and port is offered ntbsmc" ]
+result $((! $?)) "fake: policy text without rules: everything offered" "$out"
+[ "$(cat "$TMP/log")" = "cmd=7 dump=1" ]
+result $((! $?)) "fake: policy show sends a POLICY_GET dump" "$(cat "$TMP/log")"
+expect 0 "" "fake: -j policy show (no rules)" -- $FAKE -j policy show
+[ "$out" = "[]" ]; result $((! $?)) "fake: -j policy without rules is []"
+
+# policy_add ARGS SENT: "policy add ARGS" prints nothing and sends the rule SENT
+policy_add() {
+	: >"$TMP/log"
+	# shellcheck disable=SC2086
+	expect 0 "" "fake: policy add $1" -- $FAKE policy add $1
+	[ -z "$out" ] && [ "$(cat "$TMP/log")" = "cmd=8 dump=0 $2" ]
+	result $((! $?)) "fake: policy add $1: sends $2" "$(cat "$TMP/log")"
+}
+policy_add "include 10.0.0.0/8" "action=1 family=2 addr=10.0.0.0 prefixlen=8"
+policy_add "exclude 10.1.2.3 port 22" \
+	"action=2 family=2 addr=10.1.2.3 prefixlen=32 port_min=22 port_max=22"
+policy_add "ex fd00::/16 port 8000-8100" \
+	"action=2 family=10 addr=fd00:: prefixlen=16 port_min=8000 port_max=8100"
+policy_add "exclude any port 25" "action=2 port_min=25 port_max=25"
+policy_add "exclude port 443" "action=2 port_min=443 port_max=443"
+# Another family does not overlap: include 10.0.0.0/8 is for IPv4 only.
+policy_add "in fd00:1::1" "action=1 family=10 addr=fd00:1::1 prefixlen=128"
+# Nor does another action.
+policy_add "exclude port 80 10.0.0.0/8" \
+	"action=2 family=2 addr=10.0.0.0 prefixlen=8 port_min=80 port_max=80"
+
+cat >"$TMP/policy.txt" <<'EOT'
+1 include 10.0.0.0/8 port any hits 10
+2 exclude 10.1.2.3/32 port 22 hits 20
+3 exclude fd00::/16 port 8000-8100 hits 30
+4 exclude any port 25 hits 40
+5 exclude any port 443 hits 50
+6 include fd00:1::1/128 port any hits 60
+7 exclude 10.0.0.0/8 port 80 hits 70
+EOT
+expect 0 "" "fake: policy show" -- $FAKE policy show
+same "$TMP/policy.txt" "fake: policy text: the rules in order"
+expect 0 "" "fake: po (prefix, show implied)" -- $FAKE po
+same "$TMP/policy.txt" "fake: po text"
+expect 0 "" "fake: -j policy list" -- $FAKE -j policy list
+[ "$(wc -l <<<"$out")" = 1 ]; result $((! $?)) "fake: -j policy is one line"
+json 'd == [
+{"id": 1, "action": "include", "prefix": "10.0.0.0/8", "port_min": None, "port_max": None,
+ "hits": 10},
+{"id": 2, "action": "exclude", "prefix": "10.1.2.3/32", "port_min": 22, "port_max": 22,
+ "hits": 20},
+{"id": 3, "action": "exclude", "prefix": "fd00::/16", "port_min": 8000, "port_max": 8100,
+ "hits": 30},
+{"id": 4, "action": "exclude", "prefix": None, "port_min": 25, "port_max": 25, "hits": 40},
+{"id": 5, "action": "exclude", "prefix": None, "port_min": 443, "port_max": 443, "hits": 50},
+{"id": 6, "action": "include", "prefix": "fd00:1::1/128", "port_min": None,
+ "port_max": None, "hits": 60},
+{"id": 7, "action": "exclude", "prefix": "10.0.0.0/8", "port_min": 80, "port_max": 80,
+ "hits": 70}] and all(list(r) == ["id", "action", "prefix", "port_min", "port_max", "hits"]
+ for r in d)' "fake: -j policy: keys, values and order"
+expect 0 "" "fake: -j -p policy" -- $FAKE -j -p policy
+json 'len(d) == 7 and d[2]["prefix"] == "fd00::/16"' "fake: -j -p policy: the same rules"
+
+# policy_usage ERR_REGEX DESCRIPTION -- ARGS...: refused by the tool, nothing sent
+policy_usage() {
+	local pattern=$1 desc=$2
+
+	shift 3
+	: >"$TMP/log"
+	expect 2 "$pattern" "$desc" -- $FAKE policy "$@"
+	[ ! -s "$TMP/log" ]; result $((! $?)) "$desc: nothing sent" "$(cat "$TMP/log")"
+}
+policy_usage '^Error: policy add: include or exclude missing' "policy add: nothing" -- add
+policy_usage '^Error: unknown policy action "allow"' "policy add: unknown action" -- \
+	add allow 10.0.0.0/8
+policy_usage '^Error: unknown policy action "10\.0\.0\.0/8"' "policy add: no action" -- \
+	add 10.0.0.0/8 port 80
+policy_usage '^Error: invalid prefix "10\.0\.0\.256" \(IPv4 or IPv6 ADDRESS\[/LENGTH\]\)' \
+	"policy add: bad IPv4 address" -- add include 10.0.0.256
+policy_usage '^Error: invalid prefix "fd00:::1/64"' "policy add: bad IPv6 address" -- \
+	add exclude fd00:::1/64
+policy_usage '^Error: invalid prefix "10\.0\.0/8"' "policy add: short IPv4 address" -- \
+	add exclude 10.0.0/8
+policy_usage '^Error: invalid prefix length in "10\.0\.0\.0/33" \(0 to 32\)' \
+	"policy add: IPv4 length 33" -- add include 10.0.0.0/33
+policy_usage '^Error: invalid prefix length in "fd00::/129" \(0 to 128\)' \
+	"policy add: IPv6 length 129" -- add include fd00::/129
+policy_usage '^Error: invalid prefix length in "10\.0\.0\.0/"' "policy add: empty length" -- \
+	add include 10.0.0.0/
+policy_usage '^Error: invalid prefix length in "10\.0\.0\.0/-1"' \
+	"policy add: negative length" -- add include 10.0.0.0/-1
+policy_usage '^Error: invalid port "0" \(1 to 65535' "policy add: port 0" -- add in port 0
+policy_usage '^Error: invalid port "65536"' "policy add: port 65536" -- add in port 65536
+policy_usage '^Error: invalid port "1-65536"' "policy add: range to 65536" -- \
+	add in port 1-65536
+policy_usage '^Error: invalid port "80-"' "policy add: open range" -- add in port 80-
+policy_usage '^Error: invalid port "http"' "policy add: port by name" -- add in port http
+policy_usage '^Error: invalid port range "8100-8000" \(8100 is above 8000\)' \
+	"policy add: range upside down" -- add exclude any port 8100-8000
+policy_usage '^Error: port needs a value' "policy add: port without value" -- add in port
+policy_usage '^Error: unknown policy add argument "bogus"' "policy add: unknown word" -- \
+	add in bogus
+policy_usage '^Error: prefix given twice' "policy add: prefix and any" -- \
+	add in 10.0.0.0/8 any
+policy_usage '^Error: prefix given twice' "policy add: two prefixes" -- \
+	add in 10.0.0.0/8 fd00::/8
+policy_usage '^Error: port given twice' "policy add: port twice" -- add in port 1 port 2
+policy_usage '^Error: policy del: rule id missing' "policy del: no id" -- del
+policy_usage '^Error: invalid rule id "0"' "policy del: id 0" -- del 0
+policy_usage '^Error: invalid rule id "x"' "policy del: id x" -- del x
+policy_usage '^Error: invalid rule id "4294967296"' "policy del: id too large" -- \
+	del 4294967296
+policy_usage '^Error: unexpected argument "2"' "policy del: two ids" -- del 1 2
+policy_usage '^Error: unexpected argument "now"' "policy flush: extra argument" -- flush now
+policy_usage '^Error: unexpected argument "x"' "policy show: extra argument" -- show x
+policy_usage '^Error: unknown policy command "frob"' "policy: unknown command" -- frob
+
+# Refused by the module, with its message; nothing changes.
+expect 1 '^Error: policy add: host bits set beyond the prefix length$' \
+	"fake: policy add 10.0.0.1/8: host bits" -- $FAKE policy add exclude 10.0.0.1/8
+expect 1 '^Error: policy add: host bits set beyond the prefix length$' \
+	"fake: policy add fd00::1/16: host bits" -- $FAKE policy add include fd00::1/16
+expect 1 '^Error: policy add: an IPv4-mapped prefix: give it as IPv4$' \
+	"fake: policy add ::ffff:10.0.0.0/104: IPv4-mapped" -- \
+	$FAKE policy add include ::ffff:10.0.0.0/104
+expect 1 '^Error: policy add: overlaps rule 1$' \
+	"fake: policy add: any address overlaps rule 1" -- $FAKE policy add include any port 5000
+expect 1 '^Error: policy add: overlaps rule 1$' \
+	"fake: policy add: a prefix inside rule 1" -- $FAKE policy add include 10.1.0.0/16
+expect 1 '^Error: policy add: overlaps rule 2$' \
+	"fake: policy add: a prefix and ports around rule 2" -- \
+	$FAKE policy add exclude 10.1.0.0/16 port 20-30
+expect 1 '^Error: policy add: overlaps rule 3$' \
+	"fake: policy add: ports that meet rule 3's at 8100" -- \
+	$FAKE policy add exclude fd00:0:1::/48 port 8100-9000
+expect 1 '^Error: policy add: overlaps rule 6$' \
+	"fake: policy add: ::/0 holds rule 6" -- $FAKE policy add include ::/0 port 9000
+expect 0 "" "fake: policy after refusals" -- $FAKE policy
+same "$TMP/policy.txt" "fake: policy text unchanged by refused rules"
+
+: >"$TMP/log"
+expect 0 "" "fake: policy del 2" -- $FAKE policy del 2
+[ -z "$out" ] && [ "$(cat "$TMP/log")" = "cmd=9 dump=0 id=2" ]
+result $((! $?)) "fake: policy del sends the id" "$(cat "$TMP/log")"
+expect 5 '^Error: policy del: no rule 2$' "fake: policy del 2 again: no such rule" -- \
+	$FAKE policy del 2
+expect 5 '^Error: policy del: no rule 99$' "fake: policy delete 99 (alias)" -- \
+	$FAKE policy delete 99
+expect 0 "" "fake: policy after del" -- $FAKE policy
+[ "$out" = "$(grep -v '^2 ' "$TMP/policy.txt")" ]
+result $((! $?)) "fake: policy text without rule 2" "$out"
+
+NTBSMC_FAKE=eperm expect 4 \
+	'^Error: policy add: permission denied \(needs CAP_NET_ADMIN over the network namespace\)$' \
+	"fake eperm: policy add" -- $FAKE policy add exclude any port 2
+NTBSMC_FAKE=eperm expect 4 '^Error: policy del: permission denied \(needs CAP_NET_ADMIN' \
+	"fake eperm: policy del" -- $FAKE policy del 1
+NTBSMC_FAKE=eperm expect 4 '^Error: policy flush: permission denied \(needs CAP_NET_ADMIN' \
+	"fake eperm: policy flush" -- $FAKE policy flush
+NTBSMC_FAKE=eperm expect 0 "" "fake eperm: policy show needs no privilege" -- $FAKE policy
+[ "$out" = "$(grep -v '^2 ' "$TMP/policy.txt")" ]
+result $((! $?)) "fake eperm: policy unchanged" "$out"
+NTBSMC_FAKE=eopnotsupp expect 1 '^Error: policy show not supported by this kernel module$' \
+	"fake eopnotsupp: policy show (a module without policies)" -- $FAKE policy
+NTBSMC_FAKE=malformed expect 1 '^Error: malformed policy rule' \
+	"fake malformed: policy rule with a 5-byte address" -- $FAKE -j policy
+[ -z "$out" ]; result $((! $?)) "fake malformed: policy prints nothing on stdout"
+
+: >"$TMP/log"
+expect 0 "" "fake: policy flush" -- $FAKE policy flush
+[ -z "$out" ] && [ "$(cat "$TMP/log")" = "cmd=10 dump=0" ]
+result $((! $?)) "fake: policy flush sends POLICY_FLUSH" "$(cat "$TMP/log")"
+expect 0 "" "fake: -j policy after flush" -- $FAKE -j policy
+[ "$out" = "[]" ]; result $((! $?)) "fake: -j policy after flush is []"
+policy_add "include 10.0.0.0/8" "action=1 family=2 addr=10.0.0.0 prefixlen=8"
+expect 0 "" "fake: -j policy, a rule after flush" -- $FAKE -j policy
+json 'len(d) == 1 and d[0]["id"] == 8' "fake: ids are never reused (8 after 7)"
+
+# NTBSMC_POLICY_MAX rules, then one more.
+for ((i = 2; i <= 256; i++)); do
+	$FAKE policy add exclude any port "$i" 2>"$TMP/err" || break
+done
+[ "$i" = 257 ]; result $((! $?)) "fake: 256 rules" "stopped at $i: $(cat "$TMP/err")"
+expect 1 '^Error: policy add: too many rules$' "fake: policy add: the 257th rule" -- \
+	$FAKE policy add exclude any port 257
+expect 0 "" "fake: -j policy, 256 rules" -- $FAKE -j policy
+json 'len(d) == 256 and d[-1] == {"id": 263, "action": "exclude", "prefix": None,
+"port_min": 256, "port_max": 256, "hits": 2630}' "fake: -j policy: 256 rules, the last"
+expect 0 "" "fake: policy flush (256 rules)" -- $FAKE policy flush
+unset NTBSMC_FAKE_POLICY
 
 NTBSMC_FAKE=empty expect 0 "" "fake empty: dev" -- $FAKE dev
 [ -z "$out" ]; result $((! $?)) "fake empty: dev text is empty"
