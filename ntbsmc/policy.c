@@ -167,6 +167,11 @@ static int rule_parse(struct genl_info *info, struct ntbsmc_rule *r)
 			NL_SET_ERR_MSG(extack, "host bits set beyond the prefix length");
 			return -EINVAL;
 		}
+		/* it would never match: IPv4 peers are matched by IPv4 rules */
+		if (r->family == AF_INET6 && r->plen >= 96 && ipv6_addr_v4mapped(&r->addr)) {
+			NL_SET_ERR_MSG(extack, "an IPv4-mapped prefix: give it as IPv4");
+			return -EINVAL;
+		}
 	} else if (tb[NTBSMC_POLICY_ADDR] || tb[NTBSMC_POLICY_PREFIXLEN]) {
 		NL_SET_ERR_MSG(extack, "an address needs its family");
 		return -EINVAL;
