@@ -112,14 +112,14 @@ ulp_wait_active() {
 }
 
 # xfer_one NAME SERVER_OPTS CLIENT_OPTS: one xfer transfer on the next $port;
-# host a serves, host b connects; "-6" in CLIENT_OPTS runs it over IPv6; with
-# RUNNER set both programs run under it. A failure is recorded (check), the JSON
-# result of this host is left in $out.
+# host a serves (host XFER_SERVER if set), the other connects; "-6" in
+# CLIENT_OPTS runs it over IPv6; with RUNNER set both programs run under it. A
+# failure is recorded (check), the JSON result of this host is left in $out.
 xfer_one() {
 	local name=$1 sopts=$2 copts=$3 my=$MY_IP peer=$PEER_IP
 	port=$((port + 1))
 	case " $copts " in *" -6 "*) my=$MY_IP6 peer=$PEER_IP6 copts=${copts/-6/} ;; esac
-	if [ "$ROLE" = a ]; then
+	if [ "$ROLE" = "${XFER_SERVER:-a}" ]; then
 		# shellcheck disable=SC2086
 		inns ${RUNNER:-} "$XFER" server "$my" $port $sopts >"$WORK/$name.json" &
 		local srv=$!

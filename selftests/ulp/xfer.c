@@ -2,9 +2,9 @@
 /* xfer: a verified transfer between two hosts, optionally over ntbsmc (TCP_ULP). */
 
 /*
- *   xfer server ADDR PORT [--ulp] [--smc] [--conns N] [--allow-reset] [--hold FILE]
+ *   xfer server ADDR PORT [--ulp|--proto] [--smc] [--conns N] [--allow-reset] [--hold FILE]
  *                         [--read-after FILE]
- *   xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]
+ *   xfer client ADDR PORT [--ulp|--proto] [--smc] [--bytes N] [--write-size N] [--both]
  *                         [--seed S] [--allow-reset] [--hold FILE]
  *                         [--offset N] [--random-writes] [--munmap-ms MS]
  *                         [--fork-ms MS] [--pace-ms MS] [--pace-until FILE]
@@ -44,6 +44,9 @@
  * With --read-after FILE the receiver reads nothing of the stream until FILE
  * exists (a stopped reader: the peer's writes fill the buffers), then reports
  * what ioctl(SIOCINQ) said before its first read ("inq_at_read").
+ *
+ * --ulp sets the ntbsmc ULP by setsockopt(TCP_ULP); --proto makes the socket with
+ * socket(..., IPPROTO_NTBSMC) instead ("so_protocol": what SO_PROTOCOL says then).
  *
  * Sockets time out after 120 s, the client retries a refused connect for 30 s:
  * nothing waits without a bound.
@@ -92,7 +95,7 @@
 #define NO_ERROR	UINT64_MAX
 
 static struct {
-	bool server, ulp, smc, both, allow_reset, random_writes;
+	bool server, ulp, proto, smc, both, allow_reset, random_writes;
 	const char *addr, *port, *seed, *hold, *pace_until, *read_after;
 	uint64_t bytes, offset, munmap_ms, fork_ms, pace_ms;
 	size_t write_size;
@@ -411,6 +414,14 @@ static struct verdict recv_stream(int fd, uint64_t seed, uint64_t bytes)
 	return v;
 }
 
+static int so_protocol(int fd)
+{
+	socklen_t len = sizeof(int);
+	int v;
+
+	return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &len) ? -errno : v;
+}
+
 static void print_info(int fd)
 {
 	struct ntbsmc_info info;
@@ -555,6 +566,8 @@ static bool session(int fd, const char *seed_text)
 		       snd.forked_at < snd.send_end ? "true" : "false");
 	if (!opt.server)
 		printf("\"connect_ms\": %.1f, ", connect_secs * 1000);
+	if (opt.proto)
+		printf("\"so_protocol\": %d, ", so_protocol(fd));
 	print_info(fd);
 	printf(", \"role\": \"%s\", \"bytes\": %" PRIu64 ", \"local_port\": %u, "
 	       "\"peer_port\": %u, \"secs\": %.4f, \"mb_per_s\": %.1f}\n",
@@ -577,9 +590,9 @@ static int new_socket(int family)
 		fd = socket(AF_SMC, SOCK_STREAM,
 			    family == AF_INET6 ? SMCPROTO_SMC6 : SMCPROTO_SMC);
 	else
-		fd = socket(family, SOCK_STREAM, 0);
+		fd = socket(family, SOCK_STREAM, opt.proto ? IPPROTO_NTBSMC : 0);
 	if (fd < 0)
-		die(opt.smc ? "socket(AF_SMC)" : "socket");
+		die(opt.smc ? "socket(AF_SMC)" : opt.proto ? "socket(IPPROTO_NTBSMC)" : "socket");
 	if (opt.ulp && setsockopt(fd, SOL_TCP, TCP_ULP, "ntbsmc", sizeof("ntbsmc")))
 		die("setsockopt TCP_ULP ntbsmc");
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
@@ -603,9 +616,10 @@ static bool parse_u64(const char *s, uint64_t max, uint64_t *v)
 static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr,
-		"usage: xfer server ADDR PORT [--ulp] [--smc] [--conns N] [--allow-reset] [--hold FILE]\n"
+		"usage: xfer server ADDR PORT [--ulp|--proto] [--smc] [--conns N] [--allow-reset]\n"
+		"                             [--hold FILE]\n"
 		"                             [--read-after FILE]\n"
-		"       xfer client ADDR PORT [--ulp] [--smc] [--bytes N] [--write-size N] [--both]\n"
+		"       xfer client ADDR PORT [--ulp|--proto] [--smc] [--bytes N] [--write-size N] [--both]\n"
 		"                             [--seed S] [--allow-reset] [--hold FILE]\n"
 		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n"
 		"                             [--fork-ms MS] [--pace-ms MS] [--pace-until FILE]\n");
@@ -627,6 +641,8 @@ static void parse_args(int argc, char **argv)
 
 		if (!strcmp(a, "--ulp")) {
 			opt.ulp = true;
+		} else if (!strcmp(a, "--proto")) {
+			opt.proto = true;
 		} else if (!strcmp(a, "--smc")) {
 			opt.smc = true;
 		} else if (!strcmp(a, "--both")) {
