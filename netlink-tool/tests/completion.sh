@@ -119,9 +119,12 @@ expect _ntbsmc "$FAKE policy delete " "1 2"
 expect _ntbsmc "$FAKE policy del 1 " ""
 
 # ntbsmc_run: its options, then the program's completion.
-expect _ntbsmc_run "ntbsmc_run -" "-p -a -d -h --"
+expect _ntbsmc_run "ntbsmc_run -" "-p -a -d -h --bpf --scope --"
 expect _ntbsmc_run "ntbsmc_run -p " ""
-expect _ntbsmc_run "ntbsmc_run -p 80 -d -" "-p -a -d -h --"
+expect _ntbsmc_run "ntbsmc_run -p 80 -d -" "-p -a -d -h --bpf --scope --"
+expect _ntbsmc_run "ntbsmc_run --bpf --scope " "cgroup netns"
+expect _ntbsmc_run "ntbsmc_run --bpf --scope n" "netns"
+expect _ntbsmc_run "ntbsmc_run --bpf --scope netns -- stub_pc" "stub_pci"
 expect _ntbsmc_run "ntbsmc_run -- stub_pc" "stub_pci"
 
 echo "1..$n"

@@ -117,6 +117,36 @@ real "$TMP/alone/ntbsmc_run" true
 is "$rc" 1 "library missing: exit 1"
 has "$err" '^ntbsmc_run: libntbsmc-preload.so not found' "library missing: message"
 
+# --bpf: its options (the selector itself needs a kernel with the hook: the
+# guests' ulp/bpfsel.sh); nothing runs on a usage error.
+has "$(sh "$RUN" -h)" '^       ntbsmc_run --bpf \[--scope cgroup|netns\]' "-h: --bpf usage"
+for bad in "--bpf --scope bogus" "--bpf --scope=bogus" "--bpf -s bogus"; do
+	# shellcheck disable=SC2086
+	real "$RUN" $bad touch "$TMP/ran"
+	is "$rc" 2 "$bad: exit 2"
+	has "$err" "^ntbsmc_run: unknown scope 'bogus' \\(cgroup or netns\\)" "$bad: message"
+done
+real "$RUN" --bpf --scope
+is "$rc" 2 "--scope without a value: exit 2"
+real "$RUN" --scope netns touch "$TMP/ran"
+is "$rc" 2 "--scope without --bpf: exit 2"
+has "$err" '^ntbsmc_run: --scope goes with --bpf' "--scope without --bpf: message"
+real "$RUN" --bpf -p 80 touch "$TMP/ran"
+is "$rc" 2 "--bpf with -p: exit 2"
+has "$err" "^ntbsmc_run: -p and -a filter in the preload helper; with --bpf choose peers and ports with 'ntbsmc policy'" "--bpf with -p: message"
+real env NTBSMC_ADDRS=10.0.0.0/8 "$RUN" --bpf touch "$TMP/ran"
+is "$rc" 2 "--bpf with NTBSMC_ADDRS: exit 2"
+real "$RUN" --frob touch "$TMP/ran"
+is "$rc" 2 "unknown long option: exit 2"
+has "$err" '^ntbsmc_run: unknown option --frob' "unknown long option: message"
+[ ! -e "$TMP/ran" ]
+result $((! $?)) "usage errors: the program never ran"
+real "$RUN" -p 80 -- sh -c 'printf %s "$*"' x --bpf --scope bogus
+is "$out" "--bpf --scope bogus" "PROGRAM's own --bpf and --scope are its arguments"
+real "$TMP/alone/ntbsmc_run" --bpf true
+is "$rc" 1 "selector missing: exit 1"
+has "$err" '^ntbsmc_run: ntbsmc-bpf not found' "selector missing: message"
+
 real "$RUN" sh -c 'exit 7'
 is "$rc" 7 "the program's exit status passes through"
 real "$RUN" -p 80,443 -a ::1 -d -- sh -c 'echo "$NTBSMC_PORTS|$NTBSMC_ADDRS|$NTBSMC_DEBUG"'
@@ -132,6 +162,8 @@ real "${MAKE:-make}" -s install PREFIX="$inst" SBINDIR="$inst/sbin" PKGLIBDIR="$
 is "$rc" 0 "make install"
 real "$inst/sbin/ntbsmc_run" sh -c 'printf %s "$LD_PRELOAD"'
 is "$out" "$inst/lib/ntbsmc/libntbsmc-preload.so" "installed: library found in ../lib/ntbsmc"
+[ -x "$inst/lib/ntbsmc/ntbsmc-bpf" ]
+result $((! $?)) "installed: ntbsmc-bpf beside the library"
 real "${MAKE:-make}" -s install PREFIX="$inst" SBINDIR="$inst/bin/x" PKGLIBDIR="$inst/pkg"
 real "$inst/bin/x/ntbsmc_run" sh -c 'printf %s "$LD_PRELOAD"'
 is "$out" "$inst/pkg/libntbsmc-preload.so" "installed: library found in the baked-in directory"

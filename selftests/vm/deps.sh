@@ -10,7 +10,7 @@ if [ "${1:-}" = --no-install-recommends ]; then
 fi
 pkgs=(build-essential bc bison flex libelf-dev libssl-dev pkg-config kmod cpio patch xz-utils openssl sparse
       linux-source-6.1 linux-source-6.12 linux-headers-amd64 linux-headers-6.12-amd64 qemu-system-x86 libnl-3-dev
-      libnl-genl-3-dev python3 iproute2 iputils-ping procps iperf3 ncat curl
+      libnl-genl-3-dev liburing-dev dwarves clang bpftool libbpf-dev python3 iproute2 iputils-ping procps iperf3 ncat curl
       sockperf redis-server redis-tools nginx-light wrk haproxy memcached)
 [ $# = 0 ] || pkgs=("$@")
 missing=()
