@@ -63,16 +63,18 @@ mapfile -t TESTS < <(make -s -C "$REPO/selftests" list)
 # kernel. Two VMs, a 6.1 and a 6.12 sender: the fabric's clients, the
 # unmodified programs, the copy paths, ntb_hw_plx's KUnit suite (once per
 # kernel: 6.1 and 6.12), the link losses of its modelled port, which sockets
-# get ntbsmc (IPPROTO_NTBSMC, the policy: each series on each end), and io_uring.
-# Both: link, basic, sockets, fallback, and the stress test (its races in one kernel, and
-# between a 6.1 and a 6.12 host on ntb_hw_plx). So the two chains of boots
+# get ntbsmc (IPPROTO_NTBSMC, the policy: each series on each end; the BPF
+# selector on 6.12), and io_uring. Both: link, basic, sockets, fallback, and
+# the stress test (its races in one kernel, and between a 6.1 and a 6.12 host
+# on ntb_hw_plx). So the two chains of boots
 # take about as long.
 ONEVM_ONLY=(ulp/flood.sh ulp/storm.sh ulp/hostile.sh dma/faults.sh
 	    dma/faults_plx.sh dma/stuck.sh ulp/orphans.sh ulp/failover.sh
 	    ulp/buffers.sh ulp/close.sh dma/choice.sh ulp/wakeup.sh)
 TWOVM_ONLY=(fabric/ntb_tool.sh fabric/ntb_pingpong.sh fabric/doorbell_rtt.sh
 	    fabric/ntb_perf.sh fabric/ntb_transport.sh ulp/apps.sh dma/paths.sh
-	    plx/kunit.sh plx/link_loss.sh plx/alut.sh ulp/select.sh ulp/uring.sh)
+	    plx/kunit.sh plx/link_loss.sh plx/alut.sh ulp/select.sh ulp/uring.sh
+	    ulp/bpfsel.sh)
 # make check (NTBSMC_TIER=check) runs the other tests, which both topologies
 # could run, in one of them: mostly the two VMs, where the data path runs
 # between a 6.1 and a 6.12 host on ntb_hw_plx and a test costs less than in

@@ -137,6 +137,58 @@ xfer_one() {
 	barrier "$name-done"
 }
 
+# ---- ulp/rawsys: a static program of raw socket system calls ----
+RAWSYS=$REPO/selftests/ulp/rawsys
+
+# bpf_hook: this kernel has update_socket_protocol and the BTF to attach to it
+# (ntbsmc_run --bpf can work here).
+bpf_hook() { [ -r /sys/kernel/btf/vmlinux ] && grep -qw update_socket_protocol /proc/kallsyms; }
+
+# raw_one NAME SERVER_HOST SERVER_RUNNER SERVER_OPTS CLIENT_RUNNER CLIENT_OPTS:
+# rawsys server on SERVER_HOST (a or b), client on the other, each under its
+# RUNNER (words, may be empty); this host's JSON line in $out, the runner's
+# standard error in $WORK/NAME.err.
+raw_one() {
+	local name=$1 srv=$2 srun=$3 sopts=$4 crun=$5 copts=$6 my=$MY_IP peer=$PEER_IP pid
+	port=$((port + 1))
+	case " $copts " in *" -6 "*) my=$MY_IP6 peer=$PEER_IP6 copts=${copts/-6/} ;; esac
+	if [ "$ROLE" = "$srv" ]; then
+		# shellcheck disable=SC2086
+		inns $srun "$RAWSYS" server "$my" $port $sopts >"$WORK/$name.json" 2>"$WORK/$name.err" &
+		pid=$!
+		wait_for 90 "server on $port" pid_listening $pid $port
+		barrier "$name-listening"
+		wait $pid || check "$name: server failed: $(cat "$WORK/$name.json" "$WORK/$name.err")" false
+	else
+		barrier "$name-listening"
+		# shellcheck disable=SC2086
+		inns $crun "$RAWSYS" client "$peer" $port $copts >"$WORK/$name.json" 2>"$WORK/$name.err" ||
+			check "$name: client failed: $(cat "$WORK/$name.json" "$WORK/$name.err")" false
+	fi
+	out=$(tail -1 "$WORK/$name.json")
+	log "$name: $out"
+	barrier "$name-done"
+}
+
+# raw_case NAME SERVER_HOST SERVER_RUNNER SERVER_OPTS CLIENT_RUNNER CLIENT_OPTS
+#          MODE SERVER_REASON CLIENT_REASON
+raw_case() {
+	local name=$1 srv=$2 mode=$7 want n ntb
+	raw_one "$@"
+	[ "$ROLE" = "$srv" ] && want=$8 || want=$9
+	check "$name: mode $(jfield "$out" mode), want $mode" [ "$(jfield "$out" mode)" = "$mode" ]
+	check "$name: reason $(jfield "$out" reason), want $want" [ "$(jfield "$out" reason)" = "$want" ]
+	check "$name: bytes not intact" [ "$(jfield "$out" intact)" = true ]
+	check "$name: SO_PROTOCOL $(jfield "$out" so_protocol), want 6 (TCP)" \
+		[ "$(jfield "$out" so_protocol)" = 6 ]
+	if [ "$mode" = ntb ]; then
+		n=$(jfield "$out" bytes)
+		for ntb in "$(jfield "$out" ntb_tx_bytes)" "$(jfield "$out" ntb_rx_bytes)"; do
+			check "$name: only $ntb of $n bytes crossed NTB each way" [ "$ntb" -ge "$n" ]
+		done
+	fi
+}
+
 # The test build's delay and failure points (ntbsmc/fault.h), one directory each.
 FAULTS=/sys/kernel/debug/ntbsmc/fault
 

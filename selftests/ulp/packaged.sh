@@ -7,7 +7,9 @@
 # plx_dma; see vm/pkg.sh): modprobe loads DKMS's modules, of the package's
 # version, in their order, the package's tools set the hosts up, and an
 # unmodified program under the package's ntbsmc_run runs over NTB, checked byte
-# for byte, by its mode and by the package's ntbsmc stats.
+# for byte, by its mode and by the package's ntbsmc stats; on Debian's 6.12 a
+# static program of raw system calls does under ntbsmc_run --bpf, and on its
+# 6.1 --bpf refuses.
 # The NTB ports are the test fabric's (its driver built against the kernel's
 # stock headers), with the fabric's own device profile (PKG_PROFILE=default)
 # or as modelled PEX-87xx NT ports under the package's ntb_hw_plx
@@ -77,4 +79,17 @@ after=$(jfield "$(inns $NTBSMC_CLI -j stats)" tx_bytes)
 [ "$after" = missing ] && after=0
 check "ntbsmc stats: $before -> $after bytes sent over NTB, want 1 MiB more" \
 	[ $((after - before)) -ge 1048576 ]
+
+# The package's BPF selector on Debian's own kernel: 6.12 has the hook, and a
+# static program of raw system calls (ulp/rawsys) in host b's namespace goes
+# over NTB under it; on 6.1 it refuses, naming the preload helper.
+if bpf_hook; then
+	raw_case packaged_bpf a "" "--proto" "$RUNNER --bpf --scope netns" "--bytes 1048576" \
+		ntb none none
+elif [ "$ROLE" = a ]; then
+	err=$($RUNNER --bpf true 2>&1)
+	rc=$?
+	check "--bpf without the hook: exit $rc, want 1 ($err)" [ $rc = 1 ]
+	check "--bpf without the hook: message: $err" has "$err" "Only the preload helper works here"
+fi
 checked
