@@ -443,10 +443,13 @@ static int clc_decline_mac(struct clc_io *io, struct clc_transcript *t,
 	return reason;
 }
 
+static int clc_lost_link(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn);
+
 /*
- * Ends a handshake that holds @conn: on success it carries the socket's data. A
- * socket that closed meanwhile ends it as close() would have: the peer reads
- * EOF; one that was destroyed resets it.
+ * Ends a handshake that holds @conn: on success it carries the socket's data,
+ * unless its link went first (then it moves to TCP with the peer). A socket
+ * that closed meanwhile ends it as close() would have: the peer reads EOF; one
+ * that was destroyed resets it.
  */
 static int clc_finish(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, int rc)
 {
@@ -458,7 +461,8 @@ static int clc_finish(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn, int rc)
 		return rc;
 	}
 	ntbsmc_tx_mirror_init(conn);
-	ntbsmc_conn_established(conn);
+	if (!ntbsmc_conn_established(conn))
+		return clc_lost_link(ctx, conn);
 	dead = ntbsmc_sock_set_conn(ctx, conn);
 	if (dead)
 		ntbsmc_conn_release(conn, dead == NTBSMC_SOCK_DESTROYED);
@@ -564,6 +568,7 @@ static int client_confirm(struct ntbsmc_sock *ctx, struct clc_io *io,
 			  NTBSMC_MAC_LABEL_CONFIRM, CLC_MAC_CONFIRM);
 	if (!rc)
 		clc_switch_keys(conn, t, keys, t->prop.version);
+	ntbsmc_fault_delay(NTBSMC_FAULT_CLIENT_CONFIRM_DELAY, ctx->sk);
 	return clc_finish(ctx, conn, rc);
 }
 
@@ -784,10 +789,37 @@ static int server_confirm(struct ntbsmc_sock *ctx, struct clc_io *io,
 	ntbsmc_fault_delay(NTBSMC_FAULT_SERVER_ATTACH_DELAY, ctx->sk);
 	/*
 	 * The client runs over NTB now: a buffer we cannot attach to resets
-	 * the connection, as nothing can fall back any more.
+	 * the connection, as nothing can fall back any more; a link that went
+	 * moves both to TCP.
 	 */
 	rc = ntbsmc_conn_attach(conn, &t->fin.conf.rmb);
+	if (rc == -ESTALE)
+		return clc_lost_link(ctx, conn);
 	return clc_finish(ctx, conn, rc ? -EPROTO : 0);
+}
+
+/*
+ * The link went after this end committed to NTB (the client sent its CONFIRM,
+ * the server checked it) and before the connection was established. The peer
+ * may run over NTB already, and moves to TCP as any connection of the link
+ * does (Documentation/switch.md): so do we, from the handshake. We sent nothing
+ * over NTB and take nothing the peer wrote into our buffer: our SWITCH says 0
+ * both ways, the peer sends it all again on TCP, after its own SWITCH, and the
+ * socket falls back (link_down) with its TCP stream whole. Version 6 has no
+ * SWITCH: both ends reset, as their established connections do.
+ */
+static int clc_lost_link(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn)
+{
+	struct ntbsmc_switch_msg mine = { .seq = 1 }, peer = {};
+	int rc;
+
+	if (conn->version < NTBSMC_CLC_VERSION_SWITCH)
+		return clc_finish(ctx, conn, -ENOLINK);
+	rc = ntbsmc_clc_switch(ctx, conn, &mine, &peer);
+	/* it cannot have received what we never sent */
+	if (!rc && peer.rx_end)
+		rc = -EPROTO;
+	return clc_finish(ctx, conn, rc ?: NTBSMC_REASON_LINK_DOWN);
 }
 
 int ntbsmc_clc_server(struct ntbsmc_sock *ctx)

@@ -206,22 +206,32 @@ void ntbsmc_conn_peer_attached(struct ntbsmc_conn *conn)
 /*
  * The handshake completed: from now on the peer writes into our slot. A peer
  * that reset it meanwhile (its ABORT came before we attached) resets it now.
+ * False, and not established, if the link went first (@hs_lost): decided
+ * under conn->lock, against ntbsmc_conn_failover()'s look at @established.
  */
-void ntbsmc_conn_established(struct ntbsmc_conn *conn)
+bool ntbsmc_conn_established(struct ntbsmc_conn *conn)
 {
 	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->recheck_ms);
 	unsigned long flags;
+	bool lost;
 
-	WRITE_ONCE(conn->established, true);
+	spin_lock_irqsave(&conn->lock, flags);
+	lost = conn->hs_lost;
+	if (!lost)
+		WRITE_ONCE(conn->established, true);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (lost)
+		return false;
 	ntbsmc_conn_update(conn);
 	if (!ms)
-		return;
+		return true;
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->sk) {
 		refcount_inc(&conn->ref);	/* the timer's: put in conn_recheck() or release */
 		mod_timer(&conn->recheck_timer, jiffies + msecs_to_jiffies(ms));
 	}
 	spin_unlock_irqrestore(&conn->lock, flags);
+	return true;
 }
 
 static void conn_free(struct rcu_head *rcu)
@@ -412,8 +422,9 @@ bool ntbsmc_conn_switching(struct ntbsmc_conn *conn)
  * received and did not read yet, before its slot is freed for the next epoch,
  * and hands the rest to its socket's switch work. Bytes the peer wrote beyond
  * its last producer cursor we validated are not taken: the peer sends them
- * again (its engine may still write them after this, or never). Returns false
- * if it does not switch: the caller resets it.
+ * again (its engine may still write them after this, or never). One whose
+ * handshake still runs is left to it (@hs_lost). Returns false if it does not
+ * switch: the caller resets it.
  */
 bool ntbsmc_conn_failover(struct ntbsmc_conn *conn)
 {
@@ -425,6 +436,17 @@ bool ntbsmc_conn_failover(struct ntbsmc_conn *conn)
 
 	might_sleep();
 	spin_lock_irqsave(&conn->lock, flags);
+	/*
+	 * Still the handshake's: it committed to NTB, or may yet, and its peer
+	 * may run over NTB already. Reset, but the socket's error is the
+	 * handshake's to set: it moves to TCP with the peer, or declines.
+	 */
+	if (!conn->established && conn->sk && !conn->err) {
+		conn->hs_lost = true;
+		WRITE_ONCE(conn->err, ECONNRESET);
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return true;
+	}
 	if (!conn->mirror || conn->err || !conn->established || conn->switching ||
 	    !conn->sk || (conn->peer_flags & NTBSMC_F_ABORT)) {
 		spin_unlock_irqrestore(&conn->lock, flags);
@@ -461,7 +483,7 @@ bool ntbsmc_conn_failover(struct ntbsmc_conn *conn)
 	conn->rx_cons = to;	/* read, as far as the slot is concerned */
 	WRITE_ONCE(conn->switching, true);
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (!ntbsmc_ulp_switch(sk)) {
+	if (!ntbsmc_ulp_switch(sk, conn)) {
 		spin_lock_irqsave(&conn->lock, flags);
 		WRITE_ONCE(conn->switching, false);
 		spin_unlock_irqrestore(&conn->lock, flags);

@@ -49,6 +49,7 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_SWITCH_BAD_MAC]		= "switch_bad_mac",
 	[NTBSMC_FAULT_SWITCH_DELAY]		= "switch_delay",
 	[NTBSMC_FAULT_SWITCH_REPLAY]		= "switch_replay",
+	[NTBSMC_FAULT_CLIENT_CONFIRM_DELAY]	= "client_confirm_delay",
 };
 
 /*

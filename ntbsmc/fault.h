@@ -68,6 +68,8 @@ enum ntbsmc_fault_point {
 	 * last one this kernel sent before) in place of this end's
 	 */
 	NTBSMC_FAULT_SWITCH_REPLAY,
+	/* delay: the client's CONFIRM sent, its connection not yet established */
+	NTBSMC_FAULT_CLIENT_CONFIRM_DELAY,
 	NTBSMC_FAULT_NR
 };
 

@@ -332,7 +332,15 @@ struct ntbsmc_conn {
 	int err;		/* ECONNRESET once aborted */
 	bool exposed;		/* the peer was told our slot: it may write into it */
 	bool peer_attached;	/* ... and did (ntbsmc_conn_peer_attached()) */
-	bool established;	/* handshake completed */
+	bool established;	/* handshake completed (set under conn->lock) */
+	/*
+	 * The link went while the handshake still owned the connection (not
+	 * established): ntbsmc_conn_failover() marks it so, and resets it
+	 * without touching the socket, under conn->lock; the handshake finds
+	 * it where it commits (ntbsmc_conn_established()) or when its attach
+	 * fails, and moves the socket to TCP with the peer (clc_lost_link()).
+	 */
+	bool hs_lost;
 	bool closed;		/* our side closed: slot freed when the peer is done */
 	bool detached;		/* we published DETACHED: we write nothing more to the peer */
 	/*
@@ -449,7 +457,7 @@ void ntbsmc_conn_peer_attached(struct ntbsmc_conn *conn);
 void ntbsmc_conn_put(struct ntbsmc_conn *conn);
 extern struct srcu_struct ntbsmc_srcu;
 void ntbsmc_conn_sync(void);
-void ntbsmc_conn_established(struct ntbsmc_conn *conn);
+bool ntbsmc_conn_established(struct ntbsmc_conn *conn);
 void ntbsmc_conn_abort(struct ntbsmc_conn *conn, const char *why);
 void ntbsmc_conn_event(struct ntbsmc_conn *conn);
 void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort);
@@ -572,7 +580,7 @@ struct ntbsmc_switch_msg {
 bool ntbsmc_conn_switching(struct ntbsmc_conn *conn);
 bool ntbsmc_conn_failover(struct ntbsmc_conn *conn);
 /* ulp.c */
-bool ntbsmc_ulp_switch(struct sock *sk);
+bool ntbsmc_ulp_switch(struct sock *sk, struct ntbsmc_conn *conn);
 /* clc.c */
 int ntbsmc_clc_switch(struct ntbsmc_sock *ctx, struct ntbsmc_conn *conn,
 		      const struct ntbsmc_switch_msg *mine, struct ntbsmc_switch_msg *peer);

@@ -368,7 +368,8 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 	if (rc < 0) {
 		if (rc == -EPROTO)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_HS_ERR, 1);
-		ctx->reason = rc == -ETIMEDOUT ? NTBSMC_REASON_TIMEOUT : NTBSMC_REASON_PROTOCOL;
+		ctx->reason = rc == -ETIMEDOUT ? NTBSMC_REASON_TIMEOUT :
+			      rc == -ENOLINK ? NTBSMC_REASON_LINK_DOWN : NTBSMC_REASON_PROTOCOL;
 		/*
 		 * The application sees a reset (or a timeout), never EPROTO:
 		 * NTBSMC_INFO tells it why.
@@ -508,16 +509,18 @@ static void ntbsmc_hs_work(struct work_struct *work)
 /* ---- the switch of transport (Documentation/switch.md) ---- */
 
 /*
- * The link of the socket's NTB connection went, and the connection can move
- * to its TCP connection (ntbsmc_conn_failover(), which keeps what we received):
- * the switch work does the rest. Called with @sk held. False if the socket is
- * no longer there to move (closing, destroyed): the caller resets.
+ * The link of the socket's NTB connection @conn went, and the connection can
+ * move to its TCP connection (ntbsmc_conn_failover(), which keeps what we
+ * received): the switch work does the rest. @conn may be established and its
+ * handshake not yet ended (ctx_finish() publishes the mode after): the work
+ * waits for that. Called with @sk held. False if the socket is no longer there
+ * to move (closing, destroyed): the caller resets.
  */
-bool ntbsmc_ulp_switch(struct sock *sk)
+bool ntbsmc_ulp_switch(struct sock *sk, struct ntbsmc_conn *conn)
 {
 	struct ntbsmc_sock *ctx;
-	struct ntbsmc_conn *conn;
 	bool ok = false;
+	u8 mode;
 
 	rcu_read_lock();
 	ctx = rcu_dereference(inet_csk(sk)->icsk_ulp_data);
@@ -527,8 +530,12 @@ bool ntbsmc_ulp_switch(struct sock *sk)
 	if (!ctx)
 		return false;
 	spin_lock_bh(&ntbsmc_socks_lock);
-	conn = rcu_dereference_protected(ctx->conn, lockdep_is_held(&ntbsmc_socks_lock));
-	if (conn && !ctx->dead && READ_ONCE(ctx->mode) == NTBSMC_MODE_NTB && !ctx->sw_conn) {
+	mode = READ_ONCE(ctx->mode);
+	if (!ctx->dead && !ctx->sw_conn &&
+	    (mode == NTBSMC_MODE_HANDSHAKE ||
+	     (mode == NTBSMC_MODE_NTB &&
+	      conn == rcu_dereference_protected(ctx->conn,
+						lockdep_is_held(&ntbsmc_socks_lock))))) {
 		refcount_inc(&conn->ref);	/* the work's */
 		ctx->sw_conn = conn;
 		ok = true;
@@ -642,6 +649,12 @@ static void ntbsmc_sw_work(struct work_struct *work)
 	u64 seen_cons;
 	int rc = 0;
 
+	/*
+	 * A handshake that established @conn as the link went ends at once
+	 * (ctx_finish() wakes us): its hooks are gone once its mode is out.
+	 */
+	wait_event(ctx->hs_wq, READ_ONCE(ctx->mode) != NTBSMC_MODE_HANDSHAKE ||
+		   ntbsmc_sock_dead(ctx));
 	deadline = jiffies + msecs_to_jiffies(READ_ONCE(ntbsmc_net(net)->switch_timeout_ms));
 	write_lock_bh(&sk->sk_callback_lock);
 	ctx_hook(ctx, sk, NULL);	/* io_wait() and sw_resend() are woken */
