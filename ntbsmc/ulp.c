@@ -370,6 +370,9 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_HS_ERR, 1);
 		ctx->reason = rc == -ETIMEDOUT ? NTBSMC_REASON_TIMEOUT :
 			      rc == -ENOLINK ? NTBSMC_REASON_LINK_DOWN : NTBSMC_REASON_PROTOCOL;
+		net_info_ratelimited("ntbsmc: handshake of port %u with port %u failed (%d, reason %u): connection reset\n",
+				     ntohs(inet_sk(sk)->inet_sport), ntohs(inet_sk(sk)->inet_dport),
+				     rc, ctx->reason);
 		/*
 		 * The application sees a reset (or a timeout), never EPROTO:
 		 * NTBSMC_INFO tells it why.
