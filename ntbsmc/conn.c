@@ -61,9 +61,16 @@ static void conn_orphan_reset(struct ntbsmc_conn *conn, const char *why)
 static unsigned long conn_hold_next(struct ntbsmc_conn *conn)
 {
 	unsigned int ms = READ_ONCE(ntbsmc_net(conn->dev->net)->orphan_timeout_ms);
-	unsigned long end = conn->closed_at + msecs_to_jiffies(NTBSMC_HOLD_MS);
 
-	return min(end, jiffies + msecs_to_jiffies(min(ms, CONN_HOLD_LOOK_MS)));
+	return min(conn->hold_end, jiffies + msecs_to_jiffies(min(ms, CONN_HOLD_LOOK_MS)));
+}
+
+/* How long a held slot is held: NTBSMC_HOLD_MS (the test build: hold_short's). */
+static unsigned long conn_hold_len(void)
+{
+	if (ntbsmc_fault(NTBSMC_FAULT_HOLD_SHORT, NULL))
+		return msecs_to_jiffies(ntbsmc_fault_delay_ms(NTBSMC_FAULT_HOLD_SHORT));
+	return msecs_to_jiffies(NTBSMC_HOLD_MS);
 }
 
 /*
@@ -86,7 +93,7 @@ static void conn_hold_expired(struct timer_list *t)
 	ntbsmc_conn_update(conn);	/* the peer's late attach */
 	if (!READ_ONCE(conn->held))
 		goto out;
-	if (time_before(jiffies, conn->closed_at + msecs_to_jiffies(NTBSMC_HOLD_MS))) {
+	if (time_before(jiffies, conn->hold_end)) {
 		refcount_inc(&conn->ref);	/* the timer's, as below */
 		if (mod_timer(&conn->hold_timer, conn_hold_next(conn)))
 			ntbsmc_conn_put(conn);	/* armed meanwhile, with its own */
@@ -1168,6 +1175,7 @@ void ntbsmc_conn_release(struct ntbsmc_conn *conn, bool abort)
 	WRITE_ONCE(conn->held, READ_ONCE(conn->exposed) && !READ_ONCE(conn->peer_attached));
 	conn->closed_at = jiffies;
 	if (conn->held) {
+		conn->hold_end = conn->closed_at + conn_hold_len();
 		refcount_inc(&conn->ref);	/* the timer's, put when it ran or died */
 		mod_timer(&conn->hold_timer, conn_hold_next(conn));
 	} else if (conn->established && !abort) {

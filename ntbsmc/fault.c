@@ -50,6 +50,7 @@ static const char *const fault_names[NTBSMC_FAULT_NR] = {
 	[NTBSMC_FAULT_SWITCH_DELAY]		= "switch_delay",
 	[NTBSMC_FAULT_SWITCH_REPLAY]		= "switch_replay",
 	[NTBSMC_FAULT_CLIENT_CONFIRM_DELAY]	= "client_confirm_delay",
+	[NTBSMC_FAULT_HOLD_SHORT]		= "hold_short",
 };
 
 /*

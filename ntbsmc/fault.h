@@ -70,6 +70,12 @@ enum ntbsmc_fault_point {
 	NTBSMC_FAULT_SWITCH_REPLAY,
 	/* delay: the client's CONFIRM sent, its connection not yet established */
 	NTBSMC_FAULT_CLIENT_CONFIRM_DELAY,
+	/*
+	 * A failed handshake's slot held delay_ms instead of NTBSMC_HOLD_MS
+	 * (65 s): for tests whose handshakes wait the default 2 s at most, so
+	 * that they need not wait a minute to see every slot given back
+	 */
+	NTBSMC_FAULT_HOLD_SHORT,
 	NTBSMC_FAULT_NR
 };
 

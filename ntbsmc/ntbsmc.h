@@ -359,6 +359,7 @@ struct ntbsmc_conn {
 	bool held;
 	bool hold_expired;
 	unsigned long closed_at;	/* jiffies of ntbsmc_conn_release() */
+	unsigned long hold_end;		/* held: jiffies when the hold ends (set at release) */
 	struct timer_list hold_timer;
 	bool rd_shut;		/* shutdown(SHUT_RD): reads end at what arrived */
 	/*
