@@ -31,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -164,15 +166,35 @@ struct scope_cg {
 	int procs;		/* its cgroup.procs, written by the child */
 };
 
+/*
+ * No cgroup2 mount in this mount namespace: `ip netns exec` gives its program
+ * a fresh sysfs, which hides the host's /sys/fs/cgroup. Mount one on it in a
+ * mount namespace of our own (PROGRAM inherits it; nothing leaks out).
+ */
+static int cgroup2_mount_private(char *buf, size_t len)
+{
+	static const char dir[] = "/sys/fs/cgroup";
+
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
+	    mount("cgroup2", dir, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return -errno;
+	snprintf(buf, len, "%s", dir);
+	return 0;
+}
+
 static int cgroup_make(struct scope_cg *cg)
 {
 	char root[PATH_MAX], own[PATH_MAX], procs[PATH_MAX + 16];
 	int ret;
 
 	ret = cgroup2_root(root, sizeof(root));
+	if (ret == -ENOENT)
+		ret = cgroup2_mount_private(root, sizeof(root));
 	if (ret) {
-		err("no cgroup2 filesystem is mounted (mount -t cgroup2 none /sys/fs/cgroup), "
-		    "or choose --scope netns");
+		err("no cgroup2 filesystem is mounted, and none could be (%s): "
+		    "mount -t cgroup2 none /sys/fs/cgroup, or choose --scope netns",
+		    strerror(-ret));
 		return ret;
 	}
 	ret = own_cgroup(own, sizeof(own));
