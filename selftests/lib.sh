@@ -99,15 +99,58 @@ test_phases() {
 	esac
 }
 
+# The one-VM topology runs each role's shell in its host's network namespace
+# (guest-run.sh), so that what it starts, and what it writes to /proc/sys/net,
+# is that host's without `ip netns exec`: two process starts, up to two
+# seconds in a loaded debug guest. _in_ns says so (always in the two VMs).
+_in_ns=
+{ [ -z "${NS:-}" ] || [ /proc/self/ns/net -ef "/run/netns/$NS" ]; } && _in_ns=1
+
 # inns CMD...: runs CMD in this host's network namespace. In a subshell of its own
 # ("inns CMD &", "$(inns CMD)", a pipeline) it execs, so that $! is CMD's pid (to
 # kill it, wait for it, or read its /proc/PID/net) and not a shell's; so never use
-# it in a subshell that has more to do after it.
+# it in a subshell that has more to do after it. (The role's /sys is still the
+# guest's, whose /sys/class/net lists the first namespace's interfaces:
+# carrier_up and rx_bytes_of ask ip and /proc/net instead.)
 inns() {
 	local ns=()
-	[ -n "$NS" ] && ns=(ip netns exec "$NS")
+	[ -n "$NS" ] && [ -z "$_in_ns" ] && ns=(ip netns exec "$NS")
 	[ "$BASHPID" != $$ ] && exec "${ns[@]}" "$@"
 	"${ns[@]}" "$@"
+}
+
+# sctl KEY=VALUE...: sets sysctls of this host's namespace (as sysctl -q -w,
+# dots in KEY), a write each from this shell; fails on a value the kernel refuses.
+sctl() {
+	local kv k
+	[ -n "$_in_ns" ] || { inns sysctl -q -w "$@"; return; }
+	for kv; do
+		k=${kv%%=*}
+		{ echo "${kv#*=}" >"/proc/sys/${k//.//}"; } 2>/dev/null || return 1
+	done
+}
+
+# sget VAR KEY: a sysctl of this host's namespace into VAR.
+sget() {
+	local _sg_k=${2//.//}
+	printf -v "$1" %s ""
+	if [ -n "$_in_ns" ]; then
+		read -r "$1" <"/proc/sys/$_sg_k"
+	else
+		printf -v "$1" %s "$(inns cat "/proc/sys/$_sg_k")"
+	fi
+}
+
+# last_line VAR FILE: FILE's last line into VAR ("" if none): $(tail -1 FILE)
+# without starting a process. (These helpers set the caller's VAR with
+# printf -v: their own locals have names no caller uses.)
+last_line() {
+	local _ll_line
+	printf -v "$1" %s ""
+	[ -r "$2" ] || return 1
+	while IFS= read -r _ll_line || [ -n "$_ll_line" ]; do
+		printf -v "$1" %s "$_ll_line"
+	done <"$2"
 }
 
 # nap [SECONDS]: sleeps (50 ms) without starting a process (process start-up
@@ -119,8 +162,6 @@ nap() {
 	fi
 	read -r -t "${1:-0.05}" -u "$_nap_fd" _ || true
 }
-
-now_us() { echo $((${EPOCHREALTIME/./})); }
 
 # pid_tcp PID PORT STATE...: a TCP socket in one of the STATEs (/proc's hex
 # codes: 0A listening, 01 established) with local PORT, or remote PORT if it is
@@ -145,13 +186,41 @@ pid_tcp() {
 # of process PID.
 pid_listening() { pid_tcp "$1" "$2" 0A; }
 
+# pid_gone PID: process PID has ended (gone, or a zombie not yet waited for);
+# read without starting a process, as pid_tcp.
+pid_gone() {
+	local st
+	read -r st 2>/dev/null <"/proc/$1/stat" || return 0
+	[[ $st == *") Z "* ]]
+}
+
 # pid_connected PID PORT: an established TCP connection there with local or
 # remote PORT.
 pid_connected() { pid_tcp "$1" "$2" 01; }
 
 # carrier_up IFACE: the interface in this host's namespace has a carrier.
 carrier_up() {
-	[ "$(inns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]
+	[[ $(inns ip -o link show dev "$1" 2>/dev/null) == *LOWER_UP* ]]
+}
+
+# rx_bytes_of VAR IFACE: the bytes IFACE of this host's namespace received.
+rx_bytes_of() {
+	local _rb_ifc _rb_rx _
+	printf -v "$1" %s ""
+	while IFS=': ' read -r _rb_ifc _rb_rx _; do
+		[ "$_rb_ifc" = "$2" ] && printf -v "$1" %s "$_rb_rx" && return 0
+	done </proc/net/dev
+	return 1
+}
+
+# in_first CMD...: runs CMD in the guest's first network namespace, where a
+# port's interfaces appear before they are moved to a host's.
+in_first() {
+	if [ -n "$NS" ]; then
+		nsenter --net=/proc/1/ns/net "$@"
+	else
+		"$@"
+	fi
 }
 
 # ntb_ports: how many NTB ports this machine has (devices on the NTB bus).
@@ -164,9 +233,9 @@ ntb_ports() {
 wait_for() {
 	local secs=$1 what=$2 end
 	shift 2
-	end=$(($(now_us) + secs * 1000000))
+	end=$((${EPOCHREALTIME/./} + secs * 1000000))
 	until "$@" 2>/dev/null; do
-		[ "$(now_us)" -lt "$end" ] || fail "timed out after ${secs}s waiting for $what"
+		[ "${EPOCHREALTIME/./}" -lt "$end" ] || fail "timed out after ${secs}s waiting for $what"
 		nap
 	done
 }
@@ -178,10 +247,10 @@ wait_for() {
 # VM) or needing this VM's only one (two VMs).
 barrier() {
 	local secs=${2:-120} n=0
-	local end=$(($(now_us) + secs * 1000000))
+	local end=$((${EPOCHREALTIME/./} + secs * 1000000))
 	: >"$SYNC/$ROLE.$1"
 	until test -e "$SYNC/$PEER.$1"; do
-		[ "$(now_us)" -lt "$end" ] ||
+		[ "${EPOCHREALTIME/./}" -lt "$end" ] ||
 			fail "timed out after ${secs}s waiting for $PEER to reach barrier '$1'"
 		n=$((n + 1))
 		if [ $n -le 10 ]; then nap; else nap 0.4; fi

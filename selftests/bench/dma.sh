@@ -26,7 +26,7 @@ once_per_kernel dma_setup
 # 1 MiB receive buffers (the default) on both hosts, for every path alike: a DMA
 # write is published when it completed, so the deeper the peer's buffer the more
 # of them overlap.
-inns sysctl -q -w net.ntbsmc.rmb_kb=1024
+sctl net.ntbsmc.rmb_kb=1024
 barrier dma-loaded
 ulp_wait_active
 SRV=$([ "$ROLE" = a ] && echo "$PEER_IP" || echo "$MY_IP")	# host b serves
@@ -59,6 +59,7 @@ least() {
 # adds to the path's byte counts by copy path and to the engine's counts.
 stream() {
 	local path=$1 w=$2 opt= out c0 d0 z0 eb0 ec0 ecb0 eb ec ecb
+	local -A O	# (its fields, result's)
 	case $path in
 	cpu) dma_paths 0 0 ;;
 	dma) dma_paths 1 0 ;;

@@ -29,12 +29,12 @@ if [ "$ROLE" = b ]; then
 fi
 counter() { jfield "$1" "$2"; }
 for kb in 256 1024 2048; do
-	inns sysctl -q -w net.ntbsmc.rmb_kb=$kb || fail "cannot set rmb_kb"
+	sctl net.ntbsmc.rmb_kb=$kb || fail "cannot set rmb_kb"
 	barrier "rmb-$kb"
 	if [ "$ROLE" = a ]; then
 		for w in 65536 1048576; do
 			s0=$(cli -j stats)
-			out=$(inns "$NB" client --ulp "$SRV" "$port" stream $w "$SECS")
+			out=$(inns "$NB" client --ulp "$SRV" "$port" stream $w "$SECS"); jmap O "$out"
 			s1=$(cli -j stats)
 			# Sizes are per connection: the receiver's, which the sender reports.
 			[ "$(echo "$out" | awk '{print $NF}')" = "ntb:${kb}K" ] ||

@@ -80,7 +80,7 @@ serve_stop() {
 client() {
 	local want=$1
 	shift
-	out=$(inns "$NB" client "$@")
+	out=$(inns "$NB" client "$@"); jmap O "$out"
 	log "nbench client $*: $out"
 	if [[ ${out##* } == "$want"* ]]; then
 		read -r -a res <<<"$out"
@@ -148,7 +148,7 @@ mode() {
 	# Host b waits here through host a's samples since the last change.
 	[ $peer = 1 ] && barrier "mode-$STEP" 3600
 	if [ "$bp" != "$CUR_BP" ]; then
-		inns sysctl -qw net.ntbsmc.busy_poll_us="$bp" || check "busy_poll_us $bp" false
+		sctl net.ntbsmc.busy_poll_us="$bp" || check "busy_poll_us $bp" false
 	fi
 	[ "$price" = "$CUR_PRICE" ] || once_per_kernel set_price "$price"
 	[ $peer = 1 ] && barrier "mode-$STEP-set"
@@ -294,9 +294,9 @@ for r in $(seq "$PAIRS"); do
 		sample "stream $v" ntb: --ulp "$SRV" "$PORT_ULP" stream 65536 "$SECS"
 	done
 	mode 0 unpriced
-	[ "$ROLE" = a ] && { inns sysctl -qw net.ntbsmc.switch=0 || check "switch=0" false; }
+	[ "$ROLE" = a ] && { sctl net.ntbsmc.switch=0 || check "switch=0" false; }
 	sample "stream v6" ntb: --ulp "$SRV" "$PORT_ULP" stream 65536 "$SECS"
-	[ "$ROLE" = a ] && { inns sysctl -qw net.ntbsmc.switch=1 || check "switch=1" false; }
+	[ "$ROLE" = a ] && { sctl net.ntbsmc.switch=1 || check "switch=1" false; }
 done
 compare stream-64k "stream, 64 KiB writes" "MB/s" "stream tcp" "TCP ($LINK)" stream
 if [ "$ROLE" = a ]; then
@@ -354,11 +354,11 @@ for r in $(seq "${BENCH_SWITCH_ROUNDS:-3}"); do
 		wait_for 60 "the stream over NTB" ntb_conn_from $p
 		nap 1
 		port_unbind
-		wait $srv || check "switch-over $r: xfer server failed: $(cat "$WORK/switch$r.json")" false
-		out=$(tail -1 "$WORK/switch$r.json")
+		wait $srv || check "switch-over $r: xfer server failed: $(<"$WORK/switch$r.json")" false
+		result "$WORK/switch$r.json"
 		log "switch-over $r: $out"
-		if [ "$(jfield "$out" failed_over)" = true ]; then
-			gaps+=" $(jfield "$out" max_gap_ms)"
+		if [ "${O[failed_over]-missing}" = true ]; then
+			gaps+=" ${O[max_gap_ms]-missing}"
 		else
 			gaps+=" n/a"
 		fi
@@ -368,7 +368,7 @@ for r in $(seq "${BENCH_SWITCH_ROUNDS:-3}"); do
 		barrier "switch$r-up"
 		inns "$XFER" client "$SRV" $p --ulp --bytes 33554432 --write-size 65536 \
 			--pace-ms 5 >"$WORK/switch$r.json" ||
-			check "switch-over $r: xfer client failed: $(cat "$WORK/switch$r.json")" false
+			check "switch-over $r: xfer client failed: $(<"$WORK/switch$r.json")" false
 		barrier "switch$r-done"
 	fi
 	ulp_wait_active
@@ -393,7 +393,7 @@ once_per_kernel load_module ntb_netdev
 barrier netdev-loaded
 wait_for 30 "ntb_netdev interface" ntb_netdev_of "$NTB"
 dev=$(ntb_netdev_of "$NTB")
-[ -n "$NS" ] && ip link set "$dev" netns "$NS"
+[ -n "$NS" ] && in_first ip link set "$dev" netns "$NS"
 inns ip addr add "10.78.0.$([ "$ROLE" = a ] && echo 1 || echo 2)/24" dev "$dev"
 inns ip link set "$dev" up
 barrier netdev-up

@@ -39,6 +39,7 @@ barrier nginx-up
 # SECS s; prints its requests/s (checked bodies, none bad), else fails.
 one() {
 	local name=$1 port=$2 file=$3 mode=$4 out run=()
+	local -A O	# (its fields, result's)
 	shift 4
 	[ "$mode" = ntb ] && run=("$REPO/netlink-tool/ntbsmc_run")
 	out=$(WRK_BODY=$WWW/$file inns "${run[@]}" wrk -t1 -c4 -d"${SECS}s" -s "$LUA" "$@" \
@@ -48,7 +49,7 @@ one() {
 }
 
 # db: doorbells this host rang and handled so far.
-db() { stats; echo $(($(stat_of doorbells_tx) + $(stat_of doorbells_rx))); }
+db() { stats; echo $((${S[doorbells_tx]-missing} + ${S[doorbells_rx]-missing})); }
 
 cases=("keep-alive 1 KiB|1k|" "keep-alive 1 MiB|1m|" "Connection: close 1 KiB|1k|close")
 declare -A tcp ntb dbs

@@ -30,7 +30,7 @@ test_phases dma_setup cleanup "$@"
 ulp_wait_active
 port=6950
 MB=1048576
-inns sysctl -q -w net.ntbsmc.lgr_idle_ms=1000 || fail "cannot set lgr_idle_ms"
+sctl net.ntbsmc.lgr_idle_ms=1000 || fail "cannot set lgr_idle_ms"
 
 # conn_field PORT KEY: KEY of this host's NTB connection to PORT.
 conn_field() {
@@ -52,8 +52,8 @@ failed_case() {
 	[ "$ROLE" = b ] && echo 3 >$SOFT_DMA/fail_nth
 	paths_case "$1" "--bytes $((4 * MB)) --write-size 65536"
 	if [ "$ROLE" = b ]; then
-		check "$1: the engine failed a descriptor (fail_nth $(cat $SOFT_DMA/fail_nth))" \
-			[ "$(cat $SOFT_DMA/fail_nth)" = 0 ]
+		check "$1: the engine failed a descriptor (fail_nth $(<$SOFT_DMA/fail_nth))" \
+			[ "$(<$SOFT_DMA/fail_nth)" = 0 ]
 		check "$1: DMA writes redone by the CPU: $(($(ntb_stat dma_failed) - before))" \
 			[ $(($(ntb_stat dma_failed) - before)) -ge 1 ]
 		check "$1: CPU bytes $(sent_by cpu), DMA bytes $(sent_by dma)" \
@@ -70,8 +70,8 @@ if [ "$ROLE" = b ]; then
 		check "dma_timeout_ms=$bad refused" \
 			sh -c "! echo $bad 2>/dev/null >$NTBSMC_PARAMS/dma_timeout_ms"
 	done
-	check "dma_timeout_ms kept: $(cat $NTBSMC_PARAMS/dma_timeout_ms)" \
-		[ "$(cat $NTBSMC_PARAMS/dma_timeout_ms)" = 2000 ]
+	check "dma_timeout_ms kept: $(<$NTBSMC_PARAMS/dma_timeout_ms)" \
+		[ "$(<$NTBSMC_PARAMS/dma_timeout_ms)" = 2000 ]
 	check "dma_timeout_ms=10 taken" sh -c "echo 10 >$NTBSMC_PARAMS/dma_timeout_ms"
 	echo 2000 >$NTBSMC_PARAMS/dma_timeout_ms
 fi
@@ -108,13 +108,13 @@ else
 	barrier munmap-listening
 	inns "$XFER" client "$PEER_IP" $port --ulp --bytes $bytes --munmap-ms 150 \
 		>"$WORK/munmap.json"
-	out=$(tail -1 "$WORK/munmap.json")
+	result "$WORK/munmap.json"
 	log "munmap, client: $out"
-	sent=$(jfield "$out" sent) got=$(jfield "$out" peer_received)
+	sent=${O[sent]-missing} got=${O[peer_received]-missing}
 	check "munmap: send() reported $sent bytes, the peer received $got" \
-		[ "$sent" = "$got" -a "$(jfield "$out" mode)" = ntb ]
-	check "munmap: no wrong byte (peer_first_bad $(jfield "$out" peer_first_bad))" \
-		[ "$(jfield "$out" peer_first_bad)" = missing ]
+		[ "$sent" = "$got" -a "${O[mode]-missing}" = ntb ]
+	check "munmap: no wrong byte (peer_first_bad ${O[peer_first_bad]-missing})" \
+		[ "${O[peer_first_bad]-missing}" = missing ]
 	check "munmap: the mapping went away during the send ($sent of $bytes)" \
 		[ "$sent" -lt $bytes ]
 fi
@@ -125,8 +125,8 @@ barrier munmap-done
 # copy them for the child), so the peer gets the parent's bytes.
 paths_case fork "--bytes $((96 * MB)) --fork-ms 150"
 if [ "$ROLE" = b ]; then
-	check "fork: the fork came during the send ($(jfield "$out" fork_during_send))" \
-		[ "$(jfield "$out" fork_during_send)" = true ]
+	check "fork: the fork came during the send (${O[fork_during_send]-missing})" \
+		[ "${O[fork_during_send]-missing}" = true ]
 	check "fork: $(sent_by zc) of $((96 * MB)) bytes zero-copy" \
 		[ "$(sent_by zc)" = $((96 * MB)) ]
 fi
@@ -163,11 +163,11 @@ if [ "$ROLE" = a ]; then
 	srv=$!
 	wait_for 90 "server on $port" pid_listening $srv $port
 	barrier unbind-listening
-	wait $srv || check "unbind: server failed: $(cat "$WORK/unbind.json")" false
-	out=$(tail -1 "$WORK/unbind.json")
+	wait $srv || check "unbind: server failed: $(<"$WORK/unbind.json")" false
+	result "$WORK/unbind.json"
 	log "unbind, server: $out"
-	check "unbind: server $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	check "unbind: server ${O[mode]-missing} intact ${O[intact]-missing}" \
+		[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 	[ "$TOPO" = twovm ] && run sh -c "echo soft_dma >$SOFT_DMA_DEV/driver/unbind"
 else
 	barrier unbind-listening
@@ -179,12 +179,12 @@ else
 	cli=$!
 	wait_for 90 "DMA bytes on the connection" conn_moved $port dma_bytes
 	run sh -c "echo soft_dma >$SOFT_DMA_DEV/driver/unbind"
-	wait $cli || check "unbind: client failed: $(cat "$WORK/unbind.json")" false
+	wait $cli || check "unbind: client failed: $(<"$WORK/unbind.json")" false
 	echo 0 >$SOFT_DMA/latency_us
-	out=$(tail -1 "$WORK/unbind.json")
+	result "$WORK/unbind.json"
 	log "unbind, client: $out"
-	check "unbind: $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	check "unbind: ${O[mode]-missing} intact ${O[intact]-missing}" \
+		[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 	check "unbind: DMA $(sent_by dma) then CPU $(sent_by cpu) bytes" \
 		[ "$(sent_by dma)" -gt 0 -a "$(sent_by cpu)" -gt 32768 ]
 fi

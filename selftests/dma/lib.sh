@@ -19,7 +19,7 @@ dma_load() {
 
 dma_setup() {
 	if grep -q "^soft_dma " /proc/modules &&
-	   [ "$(cat "$SOFT_DMA/profile")" != "$(dma_profile)" ]; then
+	   [ "$(<"$SOFT_DMA/profile")" != "$(dma_profile)" ]; then
 		wait_for 30 "soft_dma to unload" rmmod soft_dma
 	fi
 	grep -q "^soft_dma " /proc/modules || dma_load
@@ -33,7 +33,7 @@ dma_cleanup() {
 
 # dma_paths DMA_THRESHOLD ZEROCOPY_THRESHOLD: this host's copy-path settings.
 dma_paths() {
-	inns sysctl -q -w net.ntbsmc.dma_threshold="$1" net.ntbsmc.zerocopy_threshold="$2" ||
+	sctl net.ntbsmc.dma_threshold="$1" net.ntbsmc.zerocopy_threshold="$2" ||
 		fail "cannot set the copy-path sysctls"
 }
 
@@ -63,8 +63,8 @@ pins_balanced() {
 # too); checks that it ran over NTB intact; $out is this host's JSON line.
 paths_case() {
 	xfer_one "$1" "--ulp" "--ulp $2"
-	check "$1: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	check "$1: mode ${O[mode]-missing} intact ${O[intact]-missing}" \
+		[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 }
 
 # sent_by KIND: bytes this host's connection sent by KIND (cpu, dma, zc).

@@ -61,11 +61,11 @@ carried zerocopy_huge zc $((4 * B))
 dma_paths 65536 0
 paths_case below_threshold "--bytes $((2 * MB)) --write-size 1000"
 [ "$ROLE" = b ] && check "below_threshold: $(sent_by cpu) by CPU, $(sent_by dma) by DMA" \
-	[ "$(sent_by dma)" = 0 -a "$(sent_by cpu)" = "$(jfield "$out" ntb_tx_bytes)" ]
+	[ "$(sent_by dma)" = 0 -a "$(sent_by cpu)" = "${O[ntb_tx_bytes]-missing}" ]
 
 dma_paths 4096 65536
 paths_case mixed "--bytes $B --write-size 200000 --random-writes --both"
-cpu=$(sent_by cpu) dma=$(sent_by dma) zc=$(sent_by zc) tx=$(jfield "$out" ntb_tx_bytes)
+cpu=$(sent_by cpu) dma=$(sent_by dma) zc=$(sent_by zc) tx=${O[ntb_tx_bytes]-missing}
 [ "$ROLE" = b ] && check "mixed: cpu $cpu + dma $dma = sent $tx, zero-copy $zc, each path used" \
 	[ $((cpu + dma)) = "$tx" -a "$cpu" -gt 0 -a "$dma" -gt "$zc" -a "$zc" -gt 0 ]
 
@@ -95,45 +95,45 @@ nonblock_case() {
 		barrier "$name-listening"
 		barrier "$name-sent"
 		touch "$WORK/$name.go"
-		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
-		out=$(tail -1 "$WORK/$name.json")
+		wait $srv || check "$name: server failed: $(<"$WORK/$name.json")" false
+		result "$WORK/$name.json"
 		log "$name: $out"
-		check "$name: the reader got $(jfield "$out" bytes) bytes, intact $(jfield "$out" intact)" \
-			[ "$(jfield "$out" intact)" = true -a "$(jfield "$out" bytes)" -gt 1 ]
-		put "$name-bytes" "$(jfield "$out" bytes)"
+		check "$name: the reader got ${O[bytes]-missing} bytes, intact ${O[intact]-missing}" \
+			[ "${O[intact]-missing}" = true -a "${O[bytes]-missing}" -gt 1 ]
+		put "$name-bytes" "${O[bytes]-missing}"
 	else
 		echo 500000 >"$SOFT_DMA/latency_us"
 		barrier "$name-listening"
 		inns "$NB" client "$PEER_IP" $port "$@" >"$WORK/$name.json" ||
-			check "$name: client failed: $(cat "$WORK/$name.json")" false
+			check "$name: client failed: $(<"$WORK/$name.json")" false
 		echo 0 >"$SOFT_DMA/latency_us"
 		barrier "$name-sent"
-		out=$(tail -1 "$WORK/$name.json")
+		result "$WORK/$name.json"
 		log "$name: $out"
-		ms=$(jfield "$out" max_call_ms)
-		check "$name: mode $(jfield "$out" mode), $(jfield "$out" sent) bytes in $(jfield "$out" calls) calls, EAGAIN last: $(jfield "$out" eagain)" \
-			[ "$(jfield "$out" mode)/$(jfield "$out" eagain)" = ntb/true ]
+		ms=${O[max_call_ms]-missing}
+		check "$name: mode ${O[mode]-missing}, ${O[sent]-missing} bytes in ${O[calls]-missing} calls, EAGAIN last: ${O[eagain]-missing}" \
+			[ "${O[mode]-missing}/${O[eagain]-missing}" = ntb/true ]
 		check "$name: longest call ${ms} ms, under 250 (the engine takes 500)" \
 			[ "${ms%.*}" -lt 250 ]
 		# DMA bytes are counted as their segments retire, after the 500 ms
-		check "$name: $(jfield "$out" ntb_tx_bytes) bytes taken, $(sent_by cpu) by CPU (the first), $(sent_by zc) zero-copy, the rest staged for DMA" \
+		check "$name: ${O[ntb_tx_bytes]-missing} bytes taken, $(sent_by cpu) by CPU (the first), $(sent_by zc) zero-copy, the rest staged for DMA" \
 			[ "$(sent_by zc)" = 0 -a "$(sent_by cpu)" = 1 -a \
-			  "$(jfield "$out" ntb_tx_bytes)" = "$(jfield "$out" sent)" ]
+			  "${O[ntb_tx_bytes]-missing}" = "${O[sent]-missing}" ]
 	fi
 	barrier "$name-done"
 	if [ "$ROLE" = b ]; then
-		check "$name: the reader got $(get "$name-bytes") of the $(jfield "$out" sent) bytes sent" \
-			[ "$(get "$name-bytes")" = "$(jfield "$out" sent)" ]
+		check "$name: the reader got $(get "$name-bytes") of the ${O[sent]-missing} bytes sent" \
+			[ "$(get "$name-bytes")" = "${O[sent]-missing}" ]
 	fi
 }
 
 nonblock_case nonblock 262144 $((4 * MB))
 nonblock_case nonblock_ring 4096 $((768 * 1024)) 5000
 if [ "$ROLE" = b ]; then
-	check "nonblock_ring: EAGAIN after $(jfield "$out" sent) bytes: 64 segments of 4 KiB and the first byte" \
-		[ "$(jfield "$out" sent)" -ge 262145 -a "$(jfield "$out" sent)" -lt $((768 * 1024)) ]
-	check "nonblock_ring: EPOLLOUT after $(jfield "$out" out_ms) ms, then $(jfield "$out" after) bytes taken" \
-		[ "$(jfield "$out" out_ms)" != -1.0 -a "$(jfield "$out" after)" -gt 0 ]
+	check "nonblock_ring: EAGAIN after ${O[sent]-missing} bytes: 64 segments of 4 KiB and the first byte" \
+		[ "${O[sent]-missing}" -ge 262145 -a "${O[sent]-missing}" -lt $((768 * 1024)) ]
+	check "nonblock_ring: EPOLLOUT after ${O[out_ms]-missing} ms, then ${O[after]-missing} bytes taken" \
+		[ "${O[out_ms]-missing}" != -1.0 -a "${O[after]-missing}" -gt 0 ]
 fi
 
 barrier paths-done

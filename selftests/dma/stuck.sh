@@ -41,7 +41,7 @@ PROFILES=${STUCK_PROFILES:-plx ioat}
 MB=1048576
 port=7300
 ulp_wait_active
-inns sysctl -q -w net.ntbsmc.lgr_idle_ms=1000 || fail "cannot set lgr_idle_ms"
+sctl net.ntbsmc.lgr_idle_ms=1000 || fail "cannot set lgr_idle_ms"
 dma_paths 65536 262144
 
 # engine NAME PROFILE [PARAM=VALUE...]: host b reloads the engine (both hosts
@@ -63,6 +63,7 @@ engine() {
 # --allow-reset in STREAM_OPTS a reset is an outcome, a wrong byte never.
 streams() {
 	local name=$1 n=$2 bytes=$3 i pids=() base=$port ws out
+	local -A O	# (its fields, result's)
 	port=$((port + n))
 	if [ "$ROLE" = a ]; then
 		for i in $(seq "$n"); do
@@ -90,22 +91,22 @@ streams() {
 	[ -n "${STREAM_HOOK:-}" ] && $STREAM_HOOK
 	for i in $(seq "$n"); do
 		wait "${pids[i - 1]}" || check "$name.$i: failed: $(tail -1 "$WORK/$name.$i.json")" false
-		out=$(tail -1 "$WORK/$name.$i.json")
+		result "$WORK/$name.$i.json"
 		log "$name.$i: $out"
 		if [ "${STREAM_WANT:-}" = moved ]; then
 			# (Open, selftests/README.md: one stream's switch may time out
 			# here, its peer's SWITCH not read within switch_timeout_ms)
-			check "$name.$i: $(jfield "$out" outcome), intact $(jfield "$out" intact), failed over $(jfield "$out" failed_over)" \
-				one_of "$(jfield "$out" outcome)/$(jfield "$out" intact)/$(jfield "$out" failed_over)" \
+			check "$name.$i: ${O[outcome]-missing}, intact ${O[intact]-missing}, failed over ${O[failed_over]-missing}" \
+				one_of "${O[outcome]-missing}/${O[intact]-missing}/${O[failed_over]-missing}" \
 				ok/true/true reset/missing/false reset/missing/true
-			[ "$(jfield "$out" failed_over)" = true ] && MOVED=$((MOVED + 1))
+			[ "${O[failed_over]-missing}" = true ] && MOVED=$((MOVED + 1))
 		elif [[ " ${STREAM_OPTS:-} " == *" --allow-reset "* ]]; then
-			check "$name.$i: $(jfield "$out" outcome), intact $(jfield "$out" intact)" \
-				one_of "$(jfield "$out" outcome)/$(jfield "$out" intact)" \
+			check "$name.$i: ${O[outcome]-missing}, intact ${O[intact]-missing}" \
+				one_of "${O[outcome]-missing}/${O[intact]-missing}" \
 				reset/missing ok/true
 		else
-			check "$name.$i: mode $(jfield "$out" mode), intact $(jfield "$out" intact)" \
-				[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+			check "$name.$i: mode ${O[mode]-missing}, intact ${O[intact]-missing}" \
+				[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 		fi
 	done
 	barrier "$name-done"
@@ -175,8 +176,16 @@ for prof in $PROFILES; do
 	[ "$ROLE" = b ] && engine_defaults
 	check "$prof-timeout: channels dropped: $(($(dropped) - drops))" \
 		[ $(($(dropped) - drops)) -ge 1 ]
-	check "$prof-timeout: DMA writes redone by the CPU: $(($(ntb_stat dma_failed) - before))" \
-		[ $(($(ntb_stat dma_failed) - before)) -ge 1 ]
+	# A host's writes are killed so only while its port holds a channel,
+	# which it asks for at most once a second, at a connection's set-up
+	# (ntbsmc_dma_attach()): in one round a host may have written with the
+	# CPU throughout (seen once under load), so the two hosts' sum counts.
+	redone=$(($(ntb_stat dma_failed) - before))
+	put "$prof-redone" "$redone"
+	log "$prof-timeout: DMA writes redone by the CPU here: $redone"
+	redone=$((redone + $(get "$prof-redone")))
+	check "$prof-timeout: DMA writes redone by the CPU on both hosts: $redone" \
+		[ "$redone" -ge 1 ]
 	wait_for 10 "every pinned page released" pins_balanced
 
 	# Four streams of 1 MiB buffers against a ring of 40 descriptors.
@@ -223,10 +232,10 @@ for prof in $PROFILES; do
 	# (long enough to be under way whenever the release begins: the flap
 	# resets them, as version 6 (sysctl switch=0): the epochs' order is what
 	# is looked at, not 4 GiB moved to TCP)
-	inns sysctl -qw net.ntbsmc.switch=0 || fail "sysctl switch"
+	sctl net.ntbsmc.switch=0 || fail "sysctl switch"
 	STREAM_OPTS=--allow-reset STREAM_HOOK=flap_hook \
 		streams "$prof-flap" 4 $((1024 * MB))
-	inns sysctl -qw net.ntbsmc.switch=1 || fail "sysctl switch"
+	sctl net.ntbsmc.switch=1 || fail "sysctl switch"
 	[ "$ROLE" = b ] && engine_defaults
 	ulp_wait_active
 	streams "$prof-epoch" 4 $((16 * MB))

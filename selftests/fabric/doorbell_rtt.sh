@@ -16,7 +16,7 @@ if [ "$ROLE" = a ]; then
 	n=${RTT_COUNT:-2000}
 	wait_for 60 "link up" sh -c "echo 1 >$R/run"
 	run sh -c "echo $n >$R/run"
-	out=$(cat "$R/run")
+	out=$(<"$R/run"); jmap O "$out"
 	log "figure: doorbell round trip $TOPO (ns): $out"
 	echo "$out" | grep -q "^count $n " || fail "not all $n round trips completed: $out"
 fi

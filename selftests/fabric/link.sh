@@ -24,13 +24,13 @@ T=$NTB_DBG/ntb_tool/$NTB
 wait_for 30 "ntb_tool on $NTB" test -d "$T/peer0"
 barrier start
 
-id=$(cat "$pci/fabric_id")
+id=$(<"$pci/fabric_id")
 [ ${#id} = 32 ] || fail "fabric_id '$id' is not 16 bytes of hex"
 put fabric_id "$id"
 [ "$(get fabric_id)" = "$id" ] || fail "fabric ids differ: $id here, $(get fabric_id) at $PEER"
 log "fabric id $id on both ends"
 
-prof=$(cat "$pci/profile")
+prof=$(<"$pci/profile")
 log "profile: $prof"
 # A PEX-8749's limits: ntb_hw_ivshmem's own (pex8749), or what ntb_hw_plx makes
 # of the register model (plx: 8 scratchpads and the 4 Test Pattern registers).
@@ -43,7 +43,7 @@ if [ -n "$nspad" ]; then
 	for want in $name db=16 vectors=1 spad=$nspad align=window; do
 		echo "$prof" | grep -qw "$want" || fail "$name profile lacks $want: $prof"
 	done
-	[ $(($(cat "$T/db_valid_mask"))) = $((0xffff)) ] || fail "db_valid_mask $(cat "$T/db_valid_mask")"
+	[ $(($(<"$T/db_valid_mask"))) = $((0xffff)) ] || fail "db_valid_mask $(<"$T/db_valid_mask")"
 	spads=("$T"/spad*)
 	[ ${#spads[@]} = "$nspad" ] || fail "${#spads[@]} scratchpads, the $name profile gives $nspad"
 	[ -e "$T/msg0" ] && fail "$name profile must have no message registers"

@@ -21,7 +21,7 @@ barrier start
 # reported up yet. One attempt, bounded.
 timeout 120 sh -c "echo 0 >$P/run" ||
 	fail "ntb_perf did not complete its handshake with $PEER in 120 s"
-out=$(cat "$P/run") || fail "ntb_perf run failed"
+out=$(<"$P/run") || fail "ntb_perf run failed"
 echo "$out" | sed 's/^/# /'
 mbs=$(echo "$out" | sed -n 's/.*, \([0-9]*\) MBytes\/s/\1/p' | head -1)
 [ -n "$mbs" ] && [ "$mbs" -gt 0 ] || fail "no bandwidth in ntb_perf output"

@@ -19,23 +19,23 @@ wait_for 30 "ntb_pingpong on $NTB" test -e "$C"
 barrier start
 # grows: the counter passes its value of now within 10 s
 grows() {
-	local last end=$(($(now_us) + 10000000))
-	last=$(cat "$C")
-	until [ "$(cat "$C")" -gt "$last" ]; do
-		if [ "$(now_us)" -gt "$end" ]; then
+	local last end=$((${EPOCHREALTIME/./} + 10000000))
+	last=$(<"$C")
+	until [ "$(<"$C")" -gt "$last" ]; do
+		if [ "${EPOCHREALTIME/./}" -gt "$end" ]; then
 			port_state
 			fail "pingpong count stuck at $last for 10s: a doorbell lost?"
 		fi
 		nap
 	done
 }
-wait_for 60 "pingpong count to pass 20 (it was $(cat "$C") at the start)" \
-	test "$(cat "$C")" -ge 20
-first=$(cat "$C")
-end=$(($(now_us) + secs * 1000000))
-while [ "$(now_us)" -lt "$end" ]; do
+wait_for 60 "pingpong count to pass 20 (it was $(<"$C") at the start)" \
+	test "$(<"$C")" -ge 20
+first=$(<"$C")
+end=$((${EPOCHREALTIME/./} + secs * 1000000))
+while [ "${EPOCHREALTIME/./}" -lt "$end" ]; do
 	grows
 	nap 1
 done
-log "pingpong count $first -> $(cat "$C") in ${secs}s"
+log "pingpong count $first -> $(<"$C") in ${secs}s"
 barrier done

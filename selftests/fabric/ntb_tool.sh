@@ -63,17 +63,17 @@ for ringer in a b; do
 		barrier "db_ready_$ringer"
 		barrier "db_rung_$ringer"
 		timeout 10 sh -c "echo $valid >$T/db_event" ||
-			fail "doorbells from $ringer: db reads $(cat "$T/db"), want all of $valid"
+			fail "doorbells from $ringer: db reads $(<"$T/db"), want all of $valid"
 		echo "c $valid" >"$T/db"
 		echo "s 0x4" >"$T/db_mask"
 		barrier "db_masked_$ringer"
 		barrier "db_rung_twice_$ringer"
 		timeout 10 sh -c "echo 0x4 >$T/db_event" ||
-			fail "masked bit 2 not pending: db reads $(cat "$T/db")"
-		[ $(($(cat "$T/db_mask"))) = 4 ] || fail "db_mask reads $(cat "$T/db_mask")"
+			fail "masked bit 2 not pending: db reads $(<"$T/db")"
+		[ $(($(<"$T/db_mask"))) = 4 ] || fail "db_mask reads $(<"$T/db_mask")"
 		echo "c 0x4" >"$T/db_mask"
 		echo "c 0x4" >"$T/db"
-		[ $(($(cat "$T/db"))) = 0 ] || fail "db reads $(cat "$T/db") after clear"
+		[ $(($(<"$T/db"))) = 0 ] || fail "db reads $(<"$T/db") after clear"
 		barrier "db_unmasked_$ringer"
 	fi
 done

@@ -16,7 +16,7 @@ test_phases setup cleanup "$@"
 wait_for 30 "ntb_netdev interface on $NTB" ntb_netdev_of "$NTB"
 dev=$(ntb_netdev_of "$NTB")
 if [ -n "$NS" ]; then
-	run ip link set "$dev" netns "$NS"
+	run in_first ip link set "$dev" netns "$NS"
 fi
 me=10.78.0.$([ "$ROLE" = a ] && echo 1 || echo 2)
 peer=10.78.0.$([ "$ROLE" = a ] && echo 2 || echo 1)
@@ -33,13 +33,14 @@ size=$((4 * 1024 * 1024))
 xfer=$REPO/selftests/ulp/xfer
 for server in a b; do
 	if [ "$ROLE" = "$server" ]; then
-		rx0=$(inns cat /sys/class/net/$dev/statistics/rx_bytes)
+		rx_bytes_of rx0 "$dev"
 		inns "$xfer" server "$me" 5001 >"$WORK/rx.json" &
 		sink=$!
 		wait_for 60 "server listening" pid_listening $sink 5001
 		barrier "listening_$server"
-		wait "$sink" || fail "stream from $PEER: $(cat "$WORK/rx.json")"
-		rx=$(($(inns cat /sys/class/net/$dev/statistics/rx_bytes) - rx0))
+		wait "$sink" || fail "stream from $PEER: $(<"$WORK/rx.json")"
+		rx_bytes_of rx "$dev"
+		rx=$((rx - rx0))
 		[ "$rx" -ge "$size" ] || fail "only $rx bytes crossed $dev for $size sent"
 		log "$size bytes from $PEER intact over $dev ($rx bytes on the interface)"
 		barrier "checked_$server"

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # ntb_hw_plx's split of BAR2 by the A-LUT, end to end over the modelled
 # PEX-87xx NT ports (ntb_hw_ivshmem profile=plx): both hosts bind their port
-# again with the chip's A-LUT on and BAR2 split into 2, then 8 windows
-# (plx_split, handed to ntb_hw_plx as its split option would be), and ntb_tool
+# again with the chip's A-LUT on and BAR2 split into 8 windows (make stress:
+# into 2 first; the same code with another count) (plx_split, handed to
+# ntb_hw_plx as its split option would be), and ntb_tool
 # writes different data through every window, both ways, the B2B window's too.
 #
 # Proves: the driver's window count, slice addresses and alignment for a split
@@ -36,7 +37,7 @@ cleanup() {
 		[ -d "$t" ] && tool_windows_clear "$t"
 	done
 	unload_module ntb_tool
-	if [ -e "$param" ] && [ "$(cat "$param")" != 0 ]; then
+	if [ -e "$param" ] && [ "$(<"$param")" != 0 ]; then
 		for NTB in /sys/bus/pci/drivers/ntb_hw_ivshmem/0000:*; do
 			NTB=${NTB##*/}
 			rebind 0
@@ -48,7 +49,7 @@ test_phases setup cleanup "$@"
 
 [ -e "$pci/plx_model" ] || skip "$NTB is not a modelled PLX port (ntb_hw_ivshmem profile=plx)"
 
-for split in 1 3; do
+for split in $(tier 3 "1 3"); do
 	barrier "split$split"
 	rebind $split
 	barrier "bound$split"
@@ -61,13 +62,13 @@ for split in 1 3; do
 	# each of BAR2's windows: 1 MiB set of its 8 MiB / 2^split, in entries
 	# of 8 MiB / 256
 	want=$(((1 << split) * size / (8 * 1024 * 1024 / 256)))
-	stats=$(cat "$pci/plx_model")
+	stats=$(<"$pci/plx_model")
 	log "split $split: model: $stats"
 	check "split $split: translations that missed their memory: $stats" has "$stats" "bad_xlat 0 "
 	check "split $split: A-LUT entries permitted: $stats, want alut $want" has "$stats" "alut $want"
 	barrier "checked$split"
 	tool_windows_clear "$T"
-	stats=$(cat "$pci/plx_model")
+	stats=$(<"$pci/plx_model")
 	check "split $split: entries still permitted after the windows were cleared: $stats" \
 		has "$stats" "alut 0"
 done

@@ -28,11 +28,12 @@ ulp_wait_active
 port=7100
 
 xfer_one before "--ulp" "--ulp --bytes 1048576 --both"
-check "before: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+check "before: mode ${O[mode]-missing} intact ${O[intact]-missing}" \
+	[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 
-# lose NAME CMD...: host b runs CMD under a running connection (64 MiB at 64 KiB
-# every 10 ms: ~10 s), which both ends must finish intact over TCP.
+# lose NAME CMD...: host b runs CMD under a running connection (64 KiB every
+# 10 ms), which both ends must finish intact over TCP: the stream goes on for
+# 2 s after host b's end moved, then ends (xfer --until).
 lose() {
 	local name=$1 pid t0 ms
 	shift
@@ -43,23 +44,26 @@ lose() {
 		wait_for 90 "server on $port" pid_listening $pid $port
 		barrier "$name-listening"
 		barrier "$name"
-		t0=$(now_us)
+		t0=${EPOCHREALTIME/./}
 	else
 		barrier "$name-listening"
-		inns "$XFER" client "$PEER_IP" $port --ulp --bytes 67108864 \
+		inns "$XFER" client "$PEER_IP" $port --ulp --until "$WORK/$name.end" \
 			--write-size 65536 --pace-ms 10 >"$WORK/$name.json" &
 		pid=$!
 		wait_for 90 "the connection over NTB" ntb_conn_to $port
 		run "$@"
-		t0=$(now_us)
+		t0=${EPOCHREALTIME/./}
 		barrier "$name"
+		wait_for 60 "the connection moved to TCP" conn_failed_over dport $port
+		nap 2
+		touch "$WORK/$name.end"
 	fi
-	wait $pid || check "$name: xfer failed: $(cat "$WORK/$name.json")" false
-	ms=$((($(now_us) - t0) / 1000))
-	out=$(tail -1 "$WORK/$name.json")
+	wait $pid || check "$name: xfer failed: $(<"$WORK/$name.json")" false
+	ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	result "$WORK/$name.json"
 	log "$name: $out (ended ${ms} ms after the loss)"
-	check "$name: $(jfield "$out" outcome), intact $(jfield "$out" intact), failed over $(jfield "$out" failed_over)" \
-		[ "$(jfield "$out" outcome)/$(jfield "$out" intact)/$(jfield "$out" failed_over)" = ok/true/true ]
+	check "$name: ${O[outcome]-missing}, intact ${O[intact]-missing}, failed over ${O[failed_over]-missing}" \
+		[ "${O[outcome]-missing}/${O[intact]-missing}/${O[failed_over]-missing}" = ok/true/true ]
 	barrier "$name-seen"
 }
 
@@ -68,9 +72,9 @@ back() {
 	local stats
 	ulp_wait_active
 	xfer_one "$1" "--ulp" "--ulp --bytes 1048576 --both"
-	check "$1: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
-	stats=$(cat "$pci/plx_model")
+	check "$1: mode ${O[mode]-missing} intact ${O[intact]-missing}" \
+		[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
+	stats=$(<"$pci/plx_model")
 	log "$1: model: $stats"
 	check "$1: translations that missed their window: $stats" has "$stats" "bad_xlat 0 "
 }
@@ -83,8 +87,8 @@ back after_dl_down
 lose gone sh -c "echo 1 >$pci/plx_gone"
 # while the device is gone: TCP, with the bytes intact
 xfer_one while_gone "--ulp" "--ulp --bytes 100000 --both"
-check "while_gone: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = tcp/true ]
+check "while_gone: mode ${O[mode]-missing} intact ${O[intact]-missing}" \
+	[ "${O[mode]-missing}/${O[intact]-missing}" = tcp/true ]
 [ "$ROLE" = b ] && run sh -c "echo 0 >$pci/plx_gone"
 barrier returned
 back after_gone

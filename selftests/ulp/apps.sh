@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # Unmodified Debian programs under ntbsmc_run run over NTB: iperf3 (control and
 # data connections), ncat moving a file each way, curl fetching a file from
-# Python's http.server, redis-benchmark against redis-server (and a value stored
-# and read back with redis-cli), sockperf ping-pong. Each transfer is compared
+# Python's http.server; in make stress also redis-benchmark against redis-server
+# (and a value stored and read back with redis-cli) and sockperf ping-pong
+# (make check's request-response server is ulp/servers.sh's memcached, its
+# ping-pong ulp/budget.sh's round trips). Each transfer is compared
 # byte for byte where the program does not check it itself, and the namespace's
 # NTB byte counters must have moved by at least its size. Then, with the module
-# unloaded, the same wrapper runs ncat, redis and sockperf again, over plain TCP
-# (a stream, many non-blocking connections, ping-pong; iperf3 and curl would only
+# unloaded, the same wrapper runs ncat again over plain TCP (make stress: redis
+# and sockperf too, many non-blocking connections and ping-pong: the wrapper's
+# path without the module is the same for each; iperf3 and curl would only
 # repeat the stream, at a few Mbit/s between the emulated VMs).
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
@@ -153,6 +156,7 @@ http_case http
 REQS=600 VAL=1024
 redis_case() {
 	local tx rx out sum got
+	local -A O	# (its fields, result's)
 	port=$((port + 1))
 	tx=$(ntb_bytes tx) rx=$(ntb_bytes rx)
 	if [ "$ROLE" = a ]; then
@@ -171,16 +175,19 @@ redis_case() {
 		inns timeout $CLIENT_S "$RUNNER" redis-cli -h "$PEER_IP" -p $port -x SET blob <"$WORK/value" >/dev/null ||
 			check "redis-cli SET exited $?" false
 		got=$(inns timeout $CLIENT_S "$RUNNER" redis-cli -h "$PEER_IP" -p $port --raw GET blob)
-		check "$1: the value read back differs from the one stored" [ "$got" = "$(cat "$WORK/value")" ]
+		check "$1: the value read back differs from the one stored" [ "$got" = "$(<"$WORK/value")" ]
 		moved "$1" tx "$tx" $((REQS * VAL))
 		barrier "$1-done"
 	fi
 }
-redis_case redis
+# (make stress: memcached's pipelined sets and gets in ulp/servers.sh are
+# make check's request-response server)
+stress_tier && redis_case redis
 
 # sockperf ping-pong (its server answers every message): latency over NTB.
 sockperf_case() {
 	local tx out lat
+	local -A O	# (its fields, result's)
 	port=$((port + 1))
 	tx=$(ntb_bytes tx)
 	if [ "$ROLE" = a ]; then
@@ -197,7 +204,8 @@ sockperf_case() {
 		barrier "$1-done"
 	fi
 }
-sockperf_case sockperf
+# (make stress: ulp/budget.sh's round trips are make check's ping-pong)
+stress_tier && sockperf_case sockperf
 
 # Without the module, ntbsmc_run steps aside: the program runs on plain TCP.
 barrier apps-done
@@ -208,6 +216,8 @@ barrier unloaded
 check "ntbsmc still loaded" [ ! -d /sys/module/ntbsmc ]
 MODE=tcp
 ncat_case ncat_no_module b
-redis_case redis_no_module
-sockperf_case sockperf_no_module
+if stress_tier; then
+	redis_case redis_no_module
+	sockperf_case sockperf_no_module
+fi
 checked

@@ -16,13 +16,13 @@ xfer_case() {
 	local name=$1 mode=$4 reason n ntb
 	[ "$ROLE" = a ] && reason=$5 || reason=$6
 	xfer_one "$name" "$2" "$3"
-	check "$name: mode $(jfield "$out" mode), want $mode" [ "$(jfield "$out" mode)" = "$mode" ]
-	check "$name: reason $(jfield "$out" reason), want $reason" \
-		[ "$(jfield "$out" reason)" = "$reason" ]
-	check "$name: bytes not intact" [ "$(jfield "$out" intact)" = true ]
+	check "$name: mode ${O[mode]-missing}, want $mode" [ "${O[mode]-missing}" = "$mode" ]
+	check "$name: reason ${O[reason]-missing}, want $reason" \
+		[ "${O[reason]-missing}" = "$reason" ]
+	check "$name: bytes not intact" [ "${O[intact]-missing}" = true ]
 	if [ "$mode" = ntb ]; then
-		n=$(jfield "$out" bytes)
-		[ "$ROLE" = b ] && ntb=$(jfield "$out" ntb_tx_bytes) || ntb=$(jfield "$out" ntb_rx_bytes)
+		n=${O[bytes]-missing}
+		[ "$ROLE" = b ] && ntb=${O[ntb_tx_bytes]-missing} || ntb=${O[ntb_rx_bytes]-missing}
 		check "$name: only $ntb of $n bytes crossed NTB" [ "$ntb" -ge "$n" ]
 	fi
 }
@@ -103,7 +103,7 @@ log "ss -tin: $ssout"
 check "ss -ti does not show tcp-ulp-ntbsmc on the held connection" has "$ssout" tcp-ulp-ntbsmc
 barrier hold-checked
 [ "$ROLE" = a ] && touch "$SYNC/release"
-wait $held_pid || check "the held connection failed: $(cat "$WORK/hold.json")" false
+wait $held_pid || check "the held connection failed: $(<"$WORK/hold.json")" false
 
 barrier done
 checked

@@ -45,7 +45,7 @@ port=7400
 KEYS="link_writes link_writes_small link_writes_medium link_writes_large link_reads doorbells_tx
       interrupts tx_bytes rx_bytes dma_bytes"
 
-RECHECK_MS=$(inns cat /proc/sys/net/ntbsmc/recheck_ms)
+sget RECHECK_MS net.ntbsmc.recheck_ms
 
 declare -A c0 d
 # snap/delta: the counters, and TICKS, the re-check periods in between (the
@@ -53,16 +53,16 @@ declare -A c0 d
 snap() {
 	stats
 	local k
-	for k in $KEYS; do c0[$k]=$(stat_of "$k"); done
-	t_snap=$(now_us)
+	for k in $KEYS; do c0[$k]=${S[$k]-missing}; done
+	t_snap=${EPOCHREALTIME/./}
 }
 delta() {
 	stats
 	local k
-	for k in $KEYS; do d[$k]=$(($(stat_of "$k") - ${c0[$k]})); done
+	for k in $KEYS; do d[$k]=$((${S[$k]-missing} - ${c0[$k]})); done
 	TICKS=0
 	[ "$RECHECK_MS" -gt 0 ] &&
-		TICKS=$((($(now_us) - t_snap) / 1000 / RECHECK_MS + 2))
+		TICKS=$(((${EPOCHREALTIME/./} - t_snap) / 1000 / RECHECK_MS + 2))
 }
 
 # per N DIVISOR: N / DIVISOR with two decimals
@@ -72,6 +72,7 @@ per() { awk -v n="$1" -v q="$2" 'BEGIN { printf "%.2f", q ? n / q : 0 }'; }
 # take their counters' deltas into d[].
 run_case() {
 	local name=$1 srv out
+	local -A O	# (its fields, result's)
 	shift
 	port=$((port + 1))
 	snap
@@ -85,7 +86,7 @@ run_case() {
 		wait $srv 2>/dev/null
 	else
 		barrier "$name-up"
-		out=$(inns "$NB" client --ulp "$PEER_IP" $port "$@" 2>&1)
+		out=$(inns "$NB" client --ulp "$PEER_IP" $port "$@" 2>&1); jmap O "$out"
 		log "$name: $out"
 		check "$name: nbench ran over NTB: $out" [ "${out#*mode ntb}" != "$out" ]
 		barrier "$name-done"
@@ -130,9 +131,9 @@ dma_paths 0 0
 run_case rr_interrupt rr $COUNT
 rr_budget rr_interrupt
 
-inns sysctl -qw net.ntbsmc.busy_poll_us=1000 || fail "cannot set busy_poll_us"
+sctl net.ntbsmc.busy_poll_us=1000 || fail "cannot set busy_poll_us"
 run_case rr_busy_poll rr $COUNT
-inns sysctl -qw net.ntbsmc.busy_poll_us=0
+sctl net.ntbsmc.busy_poll_us=0
 rr_budget rr_busy_poll
 
 # doorbell_flush (hardware whose fence does not order the doorbell): exactly one
@@ -149,7 +150,7 @@ check "rr_flush: ${d[link_reads]} reads across the link for ${d[doorbells_tx]} d
 barrier prices
 for p in price_read_ns price_doorbell_ns; do
 	[ "$ROLE" = a ] || break
-	old=$(cat $P/$p)
+	old=$(<$P/$p)
 	check "$p: 100000 taken, 100001 refused" \
 		sh -c "echo 100000 >$P/$p && ! echo 100001 2>/dev/null >$P/$p && [ \$(cat $P/$p) = 100000 ]"
 	echo "$old" >$P/$p

@@ -14,7 +14,8 @@ test_phases ulp_setup ulp_cleanup "$@"
 ulp_wait_active
 B=$REPO/selftests/ulp/buffers.py
 port=6900
-want=$(($(inns sysctl -n net.ntbsmc.rmb_kb) * 1024))
+sget want net.ntbsmc.rmb_kb
+want=$((want * 1024))
 dev=$(cli -j dev show "$NTB")
 space=$(jfield "$dev" buffer_space)
 log "dev show: $dev"
@@ -57,7 +58,7 @@ assert c[0]['mode'] == 'ntb' and c[0]['rmb_size'] == want, c[0]
 assert c[0]['peer_rmb_size'] == 65536, c[0]
 PY
 	barrier held
-	wait $srv || check "server failed: $(cat "$WORK/bufs.err")" false
+	wait $srv || check "server failed: $(<"$WORK/bufs.err")" false
 	cp "$WORK/bufs.json" "$SYNC/bufs-server.json"
 	barrier done
 else
@@ -66,7 +67,7 @@ else
 		>"$WORK/bufs.err" 2>&1 &
 	cli=$!
 	wait_for 900 "the client's connections" test -s "$WORK/bufs.json"
-	log "client connections: $(cat "$WORK/bufs.json")"
+	log "client connections: $(<"$WORK/bufs.json")"
 	python3 - "$WORK/bufs.json" "$want" "$space" <<'PY' || check "client: buffer sizes (see the log)" false
 import json, sys
 c, want, space = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
@@ -88,7 +89,7 @@ PY
 	echo "$n" >"$SYNC/bufs-count"
 	barrier held
 	touch "$SYNC/bufs-go"
-	wait $cli || check "client failed: $(cat "$WORK/bufs.err")" false
+	wait $cli || check "client failed: $(<"$WORK/bufs.err")" false
 	barrier done
 	python3 - "$WORK/bufs.json" "$SYNC/bufs-server.json" <<'PY' || check "data through the buffers (see the log)" false
 import json, sys

@@ -33,55 +33,59 @@ test_phases ulp_setup ulp_cleanup_faults "$@"
 need_faults
 ulp_wait_active
 port=7900
-BYTES=67108864		# 64 MiB at 64 KiB every 10 ms: ~10 s, the link goes after ~2 s
+BYTES=67108864		# reset_case: 64 MiB at 64 KiB every 10 ms, ~10 s; the link goes after ~2 s
 
 stat_now() { jfield "$(cli -j stats)" "$1"; }
 
 # moved NAME UNBINDER ARGS: one paced stream (client b, server a) whose
-# UNBINDER's port goes once it runs over NTB; checks both ends' verdicts as
+# UNBINDER's port goes once it runs over NTB; it goes on for 2 s after host
+# b's end moved, then ends (xfer --until); checks both ends' verdicts as
 # failed over, intact, with bytes over NTB below the stream's size.
 moved() {
-	local name=$1 who=$2 args=$3 s0 out t0 ms
+	local name=$1 who=$2 args=$3 s0 out t0 ms end=$SYNC/$1.end
+	local -A O	# (its fields, result's)
 	s0=$(stat_now switch_to_tcp)
 	port=$((port + 1))
 	if [ "$ROLE" = a ]; then
-		inns "$XFER" server "$MY_IP" $port --ulp >"$WORK/$name.json" &
+		inns "$XFER" server "$MY_IP" $port --ulp --pace-ms 10 --until "$end" >"$WORK/$name.json" &
 		local srv=$!
 		wait_for 90 "server on $port" pid_listening $srv $port
 		barrier "$name-listening"
 		[ "$who" = a ] && { wait_for 60 "the connection over NTB" ntb_conn_from $port; }
 		[ "$who" = a ] && port_unbind
 		barrier "$name-unbound"
-		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
+		wait $srv || check "$name: server failed: $(<"$WORK/$name.json")" false
 	else
 		barrier "$name-listening"
 		# shellcheck disable=SC2086
-		inns "$XFER" client "$PEER_IP" $port --ulp --bytes $BYTES --write-size 65536 \
+		inns "$XFER" client "$PEER_IP" $port --ulp --until "$end" --write-size 65536 \
 			--pace-ms 10 $args >"$WORK/$name.json" &
 		local cli=$!
 		wait_for 60 "the connection over NTB" ntb_conn_to $port
 		nap 2
 		[ "$who" = b ] && port_unbind
-		t0=$(now_us)
+		t0=${EPOCHREALTIME/./}
 		barrier "$name-unbound"
-		# the stream runs on over TCP for seconds: the tool sees the move
-		wait_for 20 "conn show: failed over, with its time" conn_failed_over dport $port
-		wait $cli || check "$name: client failed: $(cat "$WORK/$name.json")" false
-		ms=$((($(now_us) - t0) / 1000))
+		# the stream runs on over TCP: the tool sees the move
+		wait_for 60 "conn show: failed over, with its time" conn_failed_over dport $port
+		nap 2
+		touch "$end"
+		wait $cli || check "$name: client failed: $(<"$WORK/$name.json")" false
+		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
 		log "$name: the stream ended ${ms} ms after the unbind"
 	fi
-	out=$(tail -1 "$WORK/$name.json")
+	result "$WORK/$name.json"
 	log "$name: $out"
-	check "$name: outcome $(jfield "$out" outcome), intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" outcome)/$(jfield "$out" intact)" = ok/true ]
-	check "$name: failed over: mode $(jfield "$out" mode) reason $(jfield "$out" reason) failed_over $(jfield "$out" failed_over)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" failed_over)" = tcp/link_down/true ]
+	check "$name: outcome ${O[outcome]-missing}, intact ${O[intact]-missing}" \
+		[ "${O[outcome]-missing}/${O[intact]-missing}" = ok/true ]
+	check "$name: failed over: mode ${O[mode]-missing} reason ${O[reason]-missing} failed_over ${O[failed_over]-missing}" \
+		[ "${O[mode]-missing}/${O[reason]-missing}/${O[failed_over]-missing}" = tcp/link_down/true ]
 	if [ "$ROLE" = a ]; then
-		check "$name: the server received $(jfield "$out" ntb_rx_bytes) bytes over NTB, some and not all" \
-			[ "$(jfield "$out" ntb_rx_bytes)" -gt 0 -a "$(jfield "$out" ntb_rx_bytes)" -lt $BYTES ]
+		check "$name: the server received ${O[ntb_rx_bytes]-missing} of ${O[bytes]-missing} bytes over NTB, some and not all" \
+			[ "${O[ntb_rx_bytes]-missing}" -gt 0 -a "${O[ntb_rx_bytes]-missing}" -lt "${O[bytes]-0}" ]
 	else
-		check "$name: the client sent $(jfield "$out" ntb_tx_bytes) bytes over NTB, some and not all" \
-			[ "$(jfield "$out" ntb_tx_bytes)" -gt 0 -a "$(jfield "$out" ntb_tx_bytes)" -lt $BYTES ]
+		check "$name: the client sent ${O[ntb_tx_bytes]-missing} of ${O[bytes]-missing} bytes over NTB, some and not all" \
+			[ "${O[ntb_tx_bytes]-missing}" -gt 0 -a "${O[ntb_tx_bytes]-missing}" -lt "${O[bytes]-0}" ]
 	fi
 	check "$name: switch_to_tcp counted ($(($(stat_now switch_to_tcp) - s0)))" \
 		[ $(($(stat_now switch_to_tcp) - s0)) -ge 1 ]
@@ -89,15 +93,6 @@ moved() {
 	[ "$ROLE" = "$who" ] && port_bind
 	barrier "$name-rebound"
 	ulp_wait_active
-}
-
-# conn_failed_over sport|dport PORT: our connection from or to PORT moved to
-# TCP, as the tool says
-conn_failed_over() {
-	local j
-	j=$(cli -j conn show mode tcp "$1" "$2")
-	[[ $j == *'"version":7'* && $j == *'"failed_over":true'* &&
-	   $j == *'"switch_time":'[1-9]* ]]
 }
 
 # ntb_conn_from PORT: a connection over NTB on our local PORT (host a's server)
@@ -113,6 +108,7 @@ moved both a "--both"
 # goes on, and SIOCINQ counts them with what TCP holds.
 full() {
 	local out rmb inq
+	local -A O	# (its fields, result's)
 	port=$((port + 1))
 	if [ "$ROLE" = a ]; then
 		rm -f "$WORK/full.go"
@@ -127,7 +123,7 @@ full() {
 		barrier full-moved
 		nap 1		# TCP carries more of the stream meanwhile
 		touch "$WORK/full.go"
-		wait $srv || check "full: server failed: $(cat "$WORK/full.json")" false
+		wait $srv || check "full: server failed: $(<"$WORK/full.json")" false
 	else
 		barrier full-listening
 		inns "$XFER" client "$PEER_IP" $port --ulp --bytes 8388608 \
@@ -140,19 +136,19 @@ full() {
 		wait_for 30 "the blocked writer's connection failed over" \
 			conn_failed_over dport $port
 		barrier full-moved
-		wait $cli || check "full: client failed: $(cat "$WORK/full.json")" false
+		wait $cli || check "full: client failed: $(<"$WORK/full.json")" false
 	fi
-	out=$(tail -1 "$WORK/full.json")
+	result "$WORK/full.json"
 	log "full: $out"
-	check "full: outcome $(jfield "$out" outcome), intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" outcome)/$(jfield "$out" intact)" = ok/true ]
-	check "full: failed over: $(jfield "$out" mode)/$(jfield "$out" failed_over)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" failed_over)" = tcp/true ]
+	check "full: outcome ${O[outcome]-missing}, intact ${O[intact]-missing}" \
+		[ "${O[outcome]-missing}/${O[intact]-missing}" = ok/true ]
+	check "full: failed over: ${O[mode]-missing}/${O[failed_over]-missing}" \
+		[ "${O[mode]-missing}/${O[failed_over]-missing}" = tcp/true ]
 	if [ "$ROLE" = a ]; then
-		rmb=$(jfield "$out" rmb_size)
-		inq=$(jfield "$out" inq_at_read)
-		check "full: the full buffer crossed NTB ($(jfield "$out" ntb_rx_bytes) >= $rmb bytes)" \
-			[ "$(jfield "$out" ntb_rx_bytes)" -ge "$rmb" ]
+		rmb=${O[rmb_size]-missing}
+		inq=${O[inq_at_read]-missing}
+		check "full: the full buffer crossed NTB (${O[ntb_rx_bytes]-missing} >= $rmb bytes)" \
+			[ "${O[ntb_rx_bytes]-missing}" -ge "$rmb" ]
 		check "full: SIOCINQ $inq counts the kept buffer ($rmb) and TCP's bytes" \
 			[ "$inq" -gt "$rmb" ]
 	fi
@@ -169,6 +165,7 @@ full
 # once its connection failed over (moved). a must read every byte, then EOF.
 last_write() {
 	local name=lastwrite-$1 s0 out rc=0
+	local -A O	# (its fields, result's)
 	s0=$(stat_now switch_to_tcp)
 	port=$((port + 1))
 	if [ "$ROLE" = a ]; then
@@ -193,12 +190,12 @@ last_write() {
 		wait $cli || rc=$?
 		barrier "$name-closed"
 	fi
-	out=$(cat "$WORK/$name.json")
+	out=$(<"$WORK/$name.json"); jmap O "$out"
 	log "$name: $out"
 	check "$name: closer $ROLE exited $rc: $out" [ $rc = 0 ]
 	check "$name: no round lost: $out" has "$out" '"lost": 0'
-	[ "$ROLE" = a ] && check "$name: the reader's connection moved, $(jfield "$out" ntb_bytes) bytes over NTB before" \
-		[ "$(jfield "$out" moved)" = 1 -a "$(jfield "$out" ntb_bytes)" -gt 0 ]
+	[ "$ROLE" = a ] && check "$name: the reader's connection moved, ${O[ntb_bytes]-missing} bytes over NTB before" \
+		[ "${O[moved]-missing}" = 1 -a "${O[ntb_bytes]-missing}" -gt 0 ]
 	check "$name: switch_to_tcp counted ($(($(stat_now switch_to_tcp) - s0)))" \
 		[ $(($(stat_now switch_to_tcp) - s0)) -ge 1 ]
 	barrier "$name-checked"
@@ -222,9 +219,10 @@ ntb_conns_to() {
 }
 many() {
 	local conns=128 s0 f0 out rc=0 hs_max hs_ms
-	hs_max=$(inns sysctl -n net.ntbsmc.max_handshakes)
-	hs_ms=$(inns sysctl -n net.ntbsmc.handshake_timeout_ms)
-	inns sysctl -qw net.ntbsmc.max_handshakes=256 net.ntbsmc.handshake_timeout_ms=20000
+	local -A O	# (its fields, result's)
+	sget hs_max net.ntbsmc.max_handshakes
+	sget hs_ms net.ntbsmc.handshake_timeout_ms
+	sctl net.ntbsmc.max_handshakes=256 net.ntbsmc.handshake_timeout_ms=20000
 	s0=$(stat_now switch_to_tcp) f0=$(stat_now switch_failed)
 	port=$((port + 1))
 	if [ "$ROLE" = a ]; then
@@ -246,14 +244,14 @@ many() {
 		wait $cli || rc=$?
 	fi
 	barrier many-done
-	out=$(tail -1 "$WORK/many.json")
+	result "$WORK/many.json"
 	log "many: $out"
 	check "many: evloop $ROLE exited $rc: $out" [ $rc = 0 ]
 	check "many: $(($(stat_now switch_to_tcp) - s0)) connections moved to TCP, want >= 100" \
 		[ $(($(stat_now switch_to_tcp) - s0)) -ge 100 ]
 	check "many: $(($(stat_now switch_failed) - f0)) switches failed, want 0" \
 		[ "$(stat_now switch_failed)" = "$f0" ]
-	inns sysctl -qw net.ntbsmc.max_handshakes="$hs_max" \
+	sctl net.ntbsmc.max_handshakes="$hs_max" \
 		net.ntbsmc.handshake_timeout_ms="$hs_ms"
 	[ "$ROLE" = b ] && port_bind
 	barrier many-rebound
@@ -265,6 +263,7 @@ many
 # (allowed), no byte wrong, with the switch counted as failed (or not tried)
 reset_case() {
 	local name=$1 out
+	local -A O	# (its fields, result's)
 	port=$((port + 1))
 	if [ "$ROLE" = a ]; then
 		inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >"$WORK/$name.json" &
@@ -272,7 +271,7 @@ reset_case() {
 		wait_for 90 "server on $port" pid_listening $srv $port
 		barrier "$name-listening"
 		barrier "$name-unbound"
-		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
+		wait $srv || check "$name: server failed: $(<"$WORK/$name.json")" false
 	else
 		barrier "$name-listening"
 		inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes $BYTES \
@@ -282,12 +281,12 @@ reset_case() {
 		nap 2
 		port_unbind
 		barrier "$name-unbound"
-		wait $cli || check "$name: client failed: $(cat "$WORK/$name.json")" false
+		wait $cli || check "$name: client failed: $(<"$WORK/$name.json")" false
 	fi
-	out=$(tail -1 "$WORK/$name.json")
+	result "$WORK/$name.json"
 	log "$name: $out"
-	check "$name: outcome $(jfield "$out" outcome), want a reset" \
-		[ "$(jfield "$out" outcome)" = reset ]
+	check "$name: outcome ${O[outcome]-missing}, want a reset" \
+		[ "${O[outcome]-missing}" = reset ]
 	check "$name: a reader read EOF before its error (a truncation): $out" lacks "$out" early_eof
 	barrier "$name-checked"
 	[ "$ROLE" = b ] && port_bind
@@ -301,7 +300,7 @@ f0=$(stat_now switch_failed)
 [ "$ROLE" = a ] && fault_set switch_bad_mac 1 0 $((port + 1))
 reset_case bad_mac
 [ "$ROLE" = a ] && check "bad_mac: the point fired" \
-	[ "$(cat "$FAULTS/switch_bad_mac/times")" = 0 ]
+	[ "$(<"$FAULTS/switch_bad_mac/times")" = 0 ]
 [ "$ROLE" = a ] && fault_clear switch_bad_mac
 # (host b's end refused the SWITCH; host a's, which checked b's, moved and
 # then read b's TCP reset)
@@ -315,15 +314,15 @@ f0=$(stat_now switch_failed)
 [ "$ROLE" = a ] && fault_set switch_replay 1 0 $((port + 1))
 reset_case replay
 [ "$ROLE" = a ] && check "replay: the point fired" \
-	[ "$(cat "$FAULTS/switch_replay/times")" = 0 ]
+	[ "$(<"$FAULTS/switch_replay/times")" = 0 ]
 [ "$ROLE" = a ] && fault_clear switch_replay
 [ "$ROLE" = b ] && check "replay: switch_failed counted ($(($(stat_now switch_failed) - f0)))" \
 	[ $(($(stat_now switch_failed) - f0)) -ge 1 ]
 
-[ "$ROLE" = b ] && inns sysctl -qw net.ntbsmc.switch=0
+[ "$ROLE" = b ] && sctl net.ntbsmc.switch=0
 barrier v6-set
 reset_case v6
-inns sysctl -qw net.ntbsmc.switch=1
+sctl net.ntbsmc.switch=1
 
 wait_for $IDLE_WAIT "no buffer, orphan or connection left" ulp_idle
 checked

@@ -33,23 +33,23 @@ test_phases setup cleanup "$@"
 need_faults
 ulp_wait_active
 port=6100
-T_MS=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
+sget T_MS net.ntbsmc.handshake_timeout_ms
 
 # Linux SMC peers: both ends end on TCP with the application's bytes intact, both
 # directions. A Linux SMC server never answers our HELLO, so the ntbsmc client
 # falls back on its timeout unless the server spoke first.
 xfer_one smc_server "--smc" "--ulp --bytes 300000 --both"
-check "smc_server: not intact" [ "$(jfield "$out" intact)" = true ]
+check "smc_server: not intact" [ "${O[intact]-missing}" = true ]
 if [ "$ROLE" = b ]; then
-	r=$(jfield "$out" mode)/$(jfield "$out" reason)
+	r=${O[mode]-missing}/${O[reason]-missing}
 	check "smc_server: client $r, want tcp/timeout or tcp/peer_smc" \
 		one_of "$r" tcp/timeout tcp/peer_smc
 fi
 xfer_one smc_client "--ulp" "--smc --bytes 300000 --both"
-check "smc_client: not intact" [ "$(jfield "$out" intact)" = true ]
+check "smc_client: not intact" [ "${O[intact]-missing}" = true ]
 if [ "$ROLE" = a ]; then
-	check "smc_client: server mode $(jfield "$out" mode) reason $(jfield "$out" reason)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" reason)" = tcp/peer_smc ]
+	check "smc_client: server mode ${O[mode]-missing} reason ${O[reason]-missing}" \
+		[ "${O[mode]-missing}/${O[reason]-missing}" = tcp/peer_smc ]
 fi
 
 # Malformed handshakes from host a's kernel (in the one-VM topology both hosts
@@ -59,13 +59,13 @@ for f in clc_truncated clc_garbage clc_oversized server_hello_delay; do
 	[ "$ROLE" = a ] && fault_set $f -1 $((T_MS + 100))
 	barrier "fault$f-set"
 	xfer_one "fault$f" "--ulp --allow-reset" "--ulp --allow-reset --bytes 100000 --both"
-	o=$(jfield "$out" outcome)
+	o=${O[outcome]-missing}
 	if [ "$o" = ok ]; then
-		check "fault$f: fell back but not intact" [ "$(jfield "$out" intact)" = true ]
-		check "fault$f: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = tcp ]
+		check "fault$f: fell back but not intact" [ "${O[intact]-missing}" = true ]
+		check "fault$f: mode ${O[mode]-missing}" [ "${O[mode]-missing}" = tcp ]
 	else
 		check "fault$f: outcome $o" [ "$o" = reset ]
-		secs=$(jfield "$out" secs)
+		secs=${O[secs]-missing}
 		if [[ $secs =~ ^[0-9]+\.[0-9]{3}$ ]]; then
 			ms=$((10#${secs/./}))	# "%.3f" seconds
 			check "fault$f: reset after $ms ms (bound $((3 * T_MS)))" \
@@ -86,23 +86,23 @@ done
 barrier version-set
 xfer_one version "--ulp" "--ulp --bytes 300000 --both"
 [ "$ROLE" = a ] && want=tcp/declined/version || want=tcp/version/none
-got=$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" peer_reason)
+got=${O[mode]-missing}/${O[reason]-missing}/${O[peer_reason]-missing}
 check "version: $got, want $want" [ "$got" = "$want" ]
-check "version: not intact" [ "$(jfield "$out" intact)" = true ]
+check "version: not intact" [ "${O[intact]-missing}" = true ]
 [ "$ROLE" = a ] && fault_clear server_version
 barrier version-clear
 
 # Versions 7 and 6: the highest both speak; NTB either way.
 for v in 7:7 a6:6 b6:6; do
 	who=${v%%:*} want=${v#*:}
-	[ "$who" = "$ROLE"6 ] && inns sysctl -qw net.ntbsmc.switch=0
+	[ "$who" = "$ROLE"6 ] && sctl net.ntbsmc.switch=0
 	barrier "v$who-set"
 	xfer_one "v$who" "--ulp" "--ulp --bytes 3000000 --both"
 	[ "$want" = 7 ] && sw=true || sw=false
-	got=$(jfield "$out" mode)/$(jfield "$out" version)/$(jfield "$out" can_switch)
+	got=${O[mode]-missing}/${O[version]-missing}/${O[can_switch]-missing}
 	check "v$who: $got, want ntb/$want/$sw" [ "$got" = "ntb/$want/$sw" ]
-	check "v$who: not intact" [ "$(jfield "$out" intact)" = true ]
-	inns sysctl -qw net.ntbsmc.switch=1
+	check "v$who: not intact" [ "${O[intact]-missing}" = true ]
+	sctl net.ntbsmc.switch=1
 done
 
 # Host a's NTB device is disabled (its link stays up): its server declines the
@@ -111,9 +111,9 @@ done
 barrier disabled-set
 xfer_one dev_disabled "--ulp" "--ulp --bytes 300000 --both"
 [ "$ROLE" = a ] && want=tcp/dev_disabled/none || want=tcp/declined/dev_disabled
-got=$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" peer_reason)
+got=${O[mode]-missing}/${O[reason]-missing}/${O[peer_reason]-missing}
 check "dev_disabled: $got, want $want" [ "$got" = "$want" ]
-check "dev_disabled: not intact" [ "$(jfield "$out" intact)" = true ]
+check "dev_disabled: not intact" [ "${O[intact]-missing}" = true ]
 [ "$ROLE" = a ] && run cli dev set "$NTB" enable
 barrier disabled-clear
 

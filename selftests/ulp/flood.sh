@@ -26,10 +26,10 @@ CLOSER=$REPO/selftests/ulp/closer
 need_faults
 ulp_wait_active
 flood=7300 honest=7301 n=40 rounds=$(tier 2 4)
-hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
+sget hs_ms net.ntbsmc.handshake_timeout_ms
 if [ "$ROLE" = a ]; then
-	old_max=$(inns cat /proc/sys/net/ntbsmc/max_handshakes)
-	inns sysctl -q -w net.ntbsmc.max_handshakes=4 || fail "cannot set max_handshakes"
+	sget old_max net.ntbsmc.max_handshakes
+	sctl net.ntbsmc.max_handshakes=4 || fail "cannot set max_handshakes"
 	inns "$CLOSER" server "$MY_IP" $flood --rounds 10000 --bytes 1 >/dev/null 2>&1 &
 	fsrv=$!
 	# (as many as host b may open; it says how many it did)
@@ -42,13 +42,13 @@ if [ "$ROLE" = a ]; then
 	# its close waits for the handshakes of the listener's children to end
 	kill $fsrv 2>/dev/null
 	wait $fsrv 2>/dev/null
-	inns sysctl -q -w net.ntbsmc.max_handshakes="$old_max"
+	sctl net.ntbsmc.max_handshakes="$old_max"
 	barrier flood-drained
 	barrier flood-after
 	kill $hsrv 2>/dev/null
 	wait $hsrv 2>/dev/null
 	nh=$(get honest-count)
-	check "honest server: $(grep -c '"intact": true' "$WORK/honest.json") of $nh connections intact: $(cat "$WORK/honest.json")" \
+	check "honest server: $(grep -c '"intact": true' "$WORK/honest.json") of $nh connections intact: $(<"$WORK/honest.json")" \
 		[ "$(grep -c '"intact": true' "$WORK/honest.json")" = "$nh" ]
 	log "stats: $(cli -j stats)"
 	cong=$(fb_server congested)
@@ -74,31 +74,31 @@ else
 		inns "$XFER" client "$PEER_IP" $honest --ulp --bytes 65536 --both \
 			>"$WORK/honest$i.json"
 		rc=$?
-		check "honest connection $i failed: $(cat "$WORK/honest$i.json")" [ $rc = 0 ]
-		out=$(tail -1 "$WORK/honest$i.json")
+		[ $rc = 0 ] || check "honest connection $i failed: $(<"$WORK/honest$i.json")" false
+		result "$WORK/honest$i.json"
 		log "honest $i: $out"
-		ms=$(jfield "$out" connect_ms)
-		check "honest $i: connect took $ms ms, bound $hs_ms ms (mode $(jfield "$out" mode), reason $(jfield "$out" reason))" \
+		ms=${O[connect_ms]-missing}
+		check "honest $i: connect took $ms ms, bound $hs_ms ms (mode ${O[mode]-missing}, reason ${O[reason]-missing})" \
 			[ "${ms%.*}" -lt "$hs_ms" ]
-		check "honest $i: mode $(jfield "$out" mode) reason $(jfield "$out" reason) intact $(jfield "$out" intact)" \
-			one_of "$(jfield "$out" mode)/$(jfield "$out" reason)/$(jfield "$out" intact)" \
+		check "honest $i: mode ${O[mode]-missing} reason ${O[reason]-missing} intact ${O[intact]-missing}" \
+			one_of "${O[mode]-missing}/${O[reason]-missing}/${O[intact]-missing}" \
 			ntb/none/true tcp/peer_no_offer/true
-		[ "$(jfield "$out" mode)" = tcp ] && fell=$((fell + 1))
+		[ "${O[mode]-missing}" = tcp ] && fell=$((fell + 1))
 	done
 	check "the flood ended before the honest connections did" kill -0 $fl
 	check "none of $i honest connections met the full bound" [ $fell -gt 0 ]
 	kill -TERM $fl
 	wait $fl
-	log "flood: $(cat "$WORK/flood.json")"
+	log "flood: $(<"$WORK/flood.json")"
 	fault_clear client_silent
 	barrier flood-over
 	barrier flood-drained
 	# the flood is over and its handshakes ended: NTB again
 	inns "$XFER" client "$PEER_IP" $honest --ulp --bytes 65536 --both >"$WORK/after.json"
-	out=$(tail -1 "$WORK/after.json")
+	result "$WORK/after.json"
 	log "after the flood: $out"
-	check "after the flood: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	check "after the flood: mode ${O[mode]-missing} intact ${O[intact]-missing}" \
+		[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 	put honest-count $((i + 1))
 	barrier flood-after
 fi

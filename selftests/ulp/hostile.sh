@@ -37,15 +37,15 @@ if [ "$ROLE" = a ]; then
 	wait_for 90 "servers" pid_listening $b $bad
 	wait_for 90 "servers" pid_listening $g $good
 	barrier hostile-listening
-	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
+	wait $g || check "healthy connection failed: $(<$WORK/good.json)" false
 	wait $b
-	out=$(tail -1 $WORK/good.json)
+	result $WORK/good.json
 	log "healthy: $out"
-	check "healthy connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
-	out=$(tail -1 $WORK/bad.json)
+	check "healthy connection: ${O[mode]-missing} intact=${O[intact]-missing}" \
+		[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
+	result $WORK/bad.json
 	log "hostile: $out"
-	check "hostile connection not reset: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "hostile connection not reset: $out" [ "${O[outcome]-missing}" = reset ]
 else
 	barrier hostile-listening
 	inns "$XFER" client "$PEER_IP" $good --ulp --bytes 33554432 --hold $release \
@@ -55,7 +55,7 @@ else
 	fault_set tx_bad_cursor 1 0 $bad
 	inns "$XFER" client "$PEER_IP" $bad --ulp --allow-reset --bytes 8388608 >$WORK/bad.json
 	touch $release
-	wait $g || check "healthy connection failed: $(cat $WORK/good.json)" false
+	wait $g || check "healthy connection failed: $(<$WORK/good.json)" false
 	log "hostile (sender side): $(tail -1 $WORK/bad.json)"
 fi
 barrier hostile-done
@@ -80,10 +80,10 @@ serve_pair() {
 # second_done: the second connection ended intact over NTB, and no orphan is
 # left on this host.
 second_done() {
-	out=$(tail -1 "$WORK/other.json")
+	result "$WORK/other.json"
 	log "second connection: $out"
-	check "second connection: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-		[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+	check "second connection: ${O[mode]-missing} intact=${O[intact]-missing}" \
+		[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 	wait_for 30 "no orphan connection left on $NTB" no_orphans
 }
 
@@ -110,7 +110,7 @@ if [ "$ROLE" = a ]; then
 	aborts=$(jfield "$(cli -j stats)" aborts)
 	check "host a reset $((aborts - aborts0)) connection(s), want none" [ "$aborts" = "$aborts0" ]
 	touch $release
-	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+	wait $o || check "second connection failed: $(<$WORK/other.json)" false
 	fault_clear server_confirm_lost hs_fail_delay
 else
 	barrier lost-listening
@@ -126,7 +126,7 @@ else
 	check "confirm lost: client not reset: $(tail -1 $WORK/lost.json)" \
 		[ "$(jfield "$(tail -1 $WORK/lost.json)" outcome)" = reset ]
 	barrier lost-over
-	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+	wait $o || check "second connection failed: $(<$WORK/other.json)" false
 fi
 second_done
 barrier lost-done
@@ -152,11 +152,11 @@ if [ "$ROLE" = a ]; then
 	log "late attach, server: $(tail -1 $WORK/late.json)"
 	barrier late-over
 	touch $release
-	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+	wait $o || check "second connection failed: $(<$WORK/other.json)" false
 	fault_clear server_attach_delay
 else
 	barrier late-listening
-	t0=$(now_us)
+	t0=${EPOCHREALTIME/./}
 	inns "$XFER" client "$PEER_IP" $late --ulp --allow-reset --bytes 100000 \
 		>$WORK/late.json &
 	l=$!
@@ -166,10 +166,10 @@ else
 		--hold $release >$WORK/other.json &
 	o=$!
 	wait $l
-	log "late attach, client: $(tail -1 $WORK/late.json) ($((($(now_us) - t0) / 1000)) ms)"
+	log "late attach, client: $(tail -1 $WORK/late.json) ($(((${EPOCHREALTIME/./} - t0) / 1000)) ms)"
 	# the late attach is over once host a's handshake ended
 	barrier late-over
-	wait $o || check "second connection failed: $(cat $WORK/other.json)" false
+	wait $o || check "second connection failed: $(<$WORK/other.json)" false
 fi
 second_done
 barrier late-done
@@ -183,7 +183,7 @@ barrier late-done
 # must read ECONNRESET after the last byte that came, never EOF (a truncation it
 # would take for success).
 port=$((port + 1))
-inns sysctl -qw net.ntbsmc.switch=0 || fail "sysctl switch"
+sctl net.ntbsmc.switch=0 || fail "sysctl switch"
 barrier down-v6
 if [ "$ROLE" = a ]; then
 	fault_set abort_report_delay 1 1000 $port
@@ -192,16 +192,16 @@ if [ "$ROLE" = a ]; then
 	wait_for 90 "server on $port" pid_listening $srv $port
 	barrier down-listening
 	barrier unbound
-	t0=$(now_us)
+	t0=${EPOCHREALTIME/./}
 	echo "ntbsmc-test: setup" >/dev/kmsg	# wait for a fresh link later
 	wait $srv
-	ms=$((($(now_us) - t0) / 1000))
-	out=$(tail -1 $WORK/down.json)
+	ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	result $WORK/down.json
 	log "link down, server: $out (${ms} ms after the unbind was announced)"
-	check "server not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "server not reset by link down: $out" [ "${O[outcome]-missing}" = reset ]
 	check "the reader read EOF before its error (a truncation): $out" lacks "$out" early_eof
 	check "the reader's reset was reported late (abort_report_delay fired)" \
-		[ "$(cat $FAULTS/abort_report_delay/times)" = 0 ]
+		[ "$(<$FAULTS/abort_report_delay/times)" = 0 ]
 	fault_clear abort_report_delay
 	check "server took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 else
@@ -211,24 +211,24 @@ else
 	cli=$!
 	wait_for 90 "the connection over NTB" ntb_conn_to $port
 	port_unbind
-	t0=$(now_us)
+	t0=${EPOCHREALTIME/./}
 	barrier unbound
 	wait $cli
-	ms=$((($(now_us) - t0) / 1000))
-	out=$(tail -1 $WORK/down.json)
+	ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	result $WORK/down.json
 	log "link down, client: $out (${ms} ms after the unbind)"
-	check "client not reset by link down: $out" [ "$(jfield "$out" outcome)" = reset ]
+	check "client not reset by link down: $out" [ "${O[outcome]-missing}" = reset ]
 	check "client took ${ms} ms to see the reset" [ "$ms" -le 5000 ]
 fi
-inns sysctl -qw net.ntbsmc.switch=1 || fail "sysctl switch"
+sctl net.ntbsmc.switch=1 || fail "sysctl switch"
 xfer_one while_down "--ulp" "--ulp --bytes 100000 --both"
-check "while_down: $(jfield "$out" mode) intact=$(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = tcp/true ]
+check "while_down: ${O[mode]-missing} intact=${O[intact]-missing}" \
+	[ "${O[mode]-missing}/${O[intact]-missing}" = tcp/true ]
 [ "$ROLE" = b ] && port_bind
 barrier rebound
 ulp_wait_active
 xfer_one after_down "--ulp" "--ulp --bytes 100000"
-check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
+check "after the link returned: mode ${O[mode]-missing}" [ "${O[mode]-missing}" = ntb ]
 
 # Finding 7: host a's port is unbound while a server handshake holds a buffer
 # of it and has not yet written the client's control block through the
@@ -241,14 +241,14 @@ check "after the link returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" m
 # the server reset the connection, and a wrk beside nginx saw a read error
 # when its reconnect met the link loss). Then a connection runs over NTB
 # again.
-attach_held() { [ "$(cat $FAULTS/server_attach_delay/times)" = 0 ]; }
+attach_held() { [ "$(<$FAULTS/server_attach_delay/times)" = 0 ]; }
 # ended_clean JSON: over TCP with every byte
 ended_clean() {
 	[ "$(jfield "$1" mode)/$(jfield "$1" intact)" = tcp/true ]
 }
 port=$((port + 1))
-hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
-run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms=10000
+sget hs_ms net.ntbsmc.handshake_timeout_ms
+run sctl net.ntbsmc.handshake_timeout_ms=10000
 barrier attach-timeout
 if [ "$ROLE" = a ]; then
 	fault_set server_attach_delay 1 3000 $port
@@ -263,7 +263,7 @@ if [ "$ROLE" = a ]; then
 	# the handshake woke after the unbind, and is over
 	nap 3
 	fault_clear server_attach_delay
-	out=$(tail -1 "$WORK/attach.json")
+	result "$WORK/attach.json"
 	log "unbound before the attach, server: $out"
 	check "unbound before the attach, server: $out" ended_clean "$out"
 	port_bind
@@ -271,7 +271,7 @@ else
 	barrier attach-listening
 	inns "$XFER" client "$PEER_IP" $port --ulp --allow-reset --bytes 100000 --both \
 		>"$WORK/attach.json"
-	out=$(tail -1 "$WORK/attach.json")
+	result "$WORK/attach.json"
 	log "unbound before the attach, client: $out"
 	check "unbound before the attach, client: $out" ended_clean "$out"
 fi
@@ -282,7 +282,7 @@ wait_for 60 "ntbsmc link active on $NTB" dev_active
 # between its CONFIRM and its connection's start (client_confirm_delay 3 s),
 # the server running over NTB already. The server moves to TCP as the link
 # goes, the client's handshake moves with it: both over TCP, every byte.
-confirm_held() { [ "$(cat $FAULTS/client_confirm_delay/times)" = 0 ]; }
+confirm_held() { [ "$(<$FAULTS/client_confirm_delay/times)" = 0 ]; }
 port=$((port + 1))
 if [ "$ROLE" = a ]; then
 	inns "$XFER" server "$MY_IP" $port --ulp --allow-reset >"$WORK/confirm.json" &
@@ -290,7 +290,7 @@ if [ "$ROLE" = a ]; then
 	wait_for 90 "server on $port" pid_listening $srv $port
 	barrier confirm-listening
 	wait $srv
-	out=$(tail -1 "$WORK/confirm.json")
+	result "$WORK/confirm.json"
 	log "unbound before the client's start, server: $out"
 	check "unbound before the client's start, server: $out" ended_clean "$out"
 else
@@ -303,16 +303,16 @@ else
 	port_unbind
 	wait $cl
 	fault_clear client_confirm_delay
-	out=$(tail -1 "$WORK/confirm.json")
+	result "$WORK/confirm.json"
 	log "unbound before the client's start, client: $out"
 	check "unbound before the client's start, client: $out" ended_clean "$out"
 	port_bind
 fi
 barrier confirm-rebound
-run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms="$hs_ms"
+run sctl net.ntbsmc.handshake_timeout_ms="$hs_ms"
 wait_for 60 "ntbsmc link active on $NTB" dev_active
 xfer_one after_attach "--ulp" "--ulp --bytes 100000"
-check "after the port returned: mode $(jfield "$out" mode)" [ "$(jfield "$out" mode)" = ntb ]
+check "after the port returned: mode ${O[mode]-missing}" [ "${O[mode]-missing}" = ntb ]
 
 # Finding 8: a copy whose user page faults and stays faulting (userfaultfd; a
 # buffer on FUSE can do the same) must not hold up the NTB port's teardown,
@@ -337,13 +337,13 @@ for dir in send recv; do
 		u=$!
 		wait_for 60 "the $dir waiting for its page" grep -q faulting "$WORK/uffd-$dir.json"
 		(nap 30; touch "$release") &
-		t0=$(now_us)
+		t0=${EPOCHREALTIME/./}
 		port_unbind
-		ms=$((($(now_us) - t0) / 1000))
+		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
 		touch "$release"
 		check "uffd $dir: the unbind took $ms ms while the $dir waited for its page, bound 10000" \
 			[ $ms -le 10000 ]
-		wait $u || check "uffd $dir failed: $(cat "$WORK/uffd-$dir.json")" false
+		wait $u || check "uffd $dir failed: $(<"$WORK/uffd-$dir.json")" false
 		log "uffd $dir: $(tail -1 "$WORK/uffd-$dir.json") (unbind $ms ms)"
 		barrier "uffd-$dir-unbound"
 		port_bind
@@ -370,11 +370,11 @@ if [ "$ROLE" = a ]; then
 	barrier tcpdead-listening
 	wait $srv
 	rc=$?
-	out=$(tail -1 "$WORK/tcpdead.json")
+	result "$WORK/tcpdead.json"
 	log "tcp dead, server: $out"
-	check "tcp dead: the server's recv: exit $rc: $(cat "$WORK/tcpdead.json")" [ $rc = 0 ]
-	check "tcp dead: the server's recv ended after $(jfield "$out" ms) ms, bound 90000" \
-		[ "$(jfield "$out" ms)" -le 90000 ]
+	[ $rc = 0 ] || check "tcp dead: the server's recv: exit $rc: $(<"$WORK/tcpdead.json")" false
+	check "tcp dead: the server's recv ended after ${O[ms]-missing} ms, bound 90000" \
+		[ "${O[ms]-missing}" -le 90000 ]
 	barrier tcpdead-done
 else
 	barrier tcpdead-listening
@@ -382,16 +382,16 @@ else
 	cl=$!
 	wait_for 60 "the connection over NTB" grep -qx ntb "$WORK/tcpdead.json"
 	# IPv6 drops an interface's addresses when it goes down, unless told
-	run inns sysctl -q -w "net.ipv6.conf.v$ROLE.keep_addr_on_down=1"
+	run sctl "net.ipv6.conf.v$ROLE.keep_addr_on_down=1"
 	run inns ip link set "v$ROLE" down
 	wait $cl
 	rc=$?
-	out=$(tail -1 "$WORK/tcpdead.json")
+	result "$WORK/tcpdead.json"
 	log "tcp dead, client: $out"
-	check "tcp dead: the client's recv: exit $rc, $(jfield "$out" recv), want ETIMEDOUT" \
-		[ "$rc/$(jfield "$out" recv)" = 0/ETIMEDOUT ]
-	check "tcp dead: the client's recv ended after $(jfield "$out" ms) ms, bound 60000" \
-		[ "$(jfield "$out" ms)" -le 60000 ]
+	check "tcp dead: the client's recv: exit $rc, ${O[recv]-missing}, want ETIMEDOUT" \
+		[ "$rc/${O[recv]-missing}" = 0/ETIMEDOUT ]
+	check "tcp dead: the client's recv ended after ${O[ms]-missing} ms, bound 60000" \
+		[ "${O[ms]-missing}" -le 60000 ]
 	barrier tcpdead-done
 	run inns ip link set "v$ROLE" up
 fi

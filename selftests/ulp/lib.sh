@@ -15,7 +15,14 @@ cli() {
 # each host's namespace its own port.
 ulp_setup() {
 	echo "ntbsmc-test: setup" >/dev/kmsg
-	grep -q "^ntbsmc " /proc/modules || run insmod "$MODDIR/ntbsmc/ntbsmc.ko"
+	# the tree's module if it was built there, else the installed one (DKMS's)
+	if ! grep -q "^ntbsmc " /proc/modules; then
+		if [ -e "$MODDIR/ntbsmc/ntbsmc.ko" ]; then
+			run insmod "$MODDIR/ntbsmc/ntbsmc.ko"
+		else
+			run modprobe ntbsmc
+		fi
+	fi
 	if [ "$TOPO" = onevm ]; then
 		local h
 		for h in a b; do
@@ -51,7 +58,7 @@ dev_of_host() {
 	local d
 	for d in /sys/bus/ntb/devices/*; do
 		d=${d##*/}
-		[ "$(cat "/sys/bus/pci/devices/$d/port")" = "$([ "$1" = a ] && echo 0 || echo 1)" ] &&
+		[ "$(<"/sys/bus/pci/devices/$d/port")" = "$([ "$1" = a ] && echo 0 || echo 1)" ] &&
 			echo "$d" && return 0
 	done
 	return 1
@@ -68,7 +75,7 @@ port_bind() {
 	echo "ntbsmc-test: setup" >/dev/kmsg
 	run sh -c "echo $NTB >/sys/bus/pci/drivers/ntb_hw_ivshmem/bind"
 	if [ "$TOPO" = onevm ]; then
-		run "$NTBSMC_CLI" dev set "$NTB" netns "$ROLE"
+		run in_first "$NTBSMC_CLI" dev set "$NTB" netns "$ROLE"
 	fi
 }
 
@@ -84,13 +91,49 @@ jfield() {
 	fi
 }
 
-# stats: this host's counters (ntbsmc -j stats) into $STATS, one process start for
-# as many stat_of KEY reads of it as a check needs.
-stats() { STATS=$(cli -j stats); }
-stat_of() { jfield "$STATS" "$1"; }
+# jmap NAME JSON: every key of a JSON line (xfer's, ntbsmc -j's) into the
+# associative array NAME, as jfield reads it (its first occurrence), so that
+# a check reads ${NAME[KEY]-missing} with no process.
+jmap() {
+	local -n _jm=$1
+	local _jm_rest=$2 _jm_re='"([A-Za-z0-9_]+)": *("([^"]*)"|([^,}]*))'
+	_jm=()
+	while [[ $_jm_rest =~ $_jm_re ]]; do
+		[ -n "${_jm[${BASH_REMATCH[1]}]+set}" ] ||
+			_jm[${BASH_REMATCH[1]}]=${BASH_REMATCH[3]}${BASH_REMATCH[4]}
+		_jm_rest=${_jm_rest#*\""${BASH_REMATCH[1]}"\":}
+	done
+}
+
+# result FILE: the last line of a test program's output (its JSON result) into
+# $out, and its fields into O: ${O[mode]}, ${O[intact]}...
+declare -gA O
+result() {
+	last_line out "$1"
+	jmap O "$out"
+}
+
+# stats: this host's counters (ntbsmc -j stats) into $STATS and S, one process
+# start for as many reads of them, ${S[KEY]}, as a check needs.
+declare -gA S
+stats() {
+	STATS=$(cli -j stats)
+	jmap S "$STATS"
+}
 
 dev_active() {
-	[ "$(jfield "$(cli -j dev show "$NTB")" state)" = active ]
+	local d
+	d=$(cli -j dev show "$NTB")
+	[[ $d =~ \"state\":\ *\"active\" ]]
+}
+
+# conn_failed_over sport|dport PORT: our connection from or to PORT moved to
+# TCP, as the tool says
+conn_failed_over() {
+	local j
+	j=$(cli -j conn show mode tcp "$1" "$2")
+	[[ $j == *'"version":7'* && $j == *'"failed_over":true'* &&
+	   $j == *'"switch_time":'[1-9]* ]]
 }
 
 # ntb_conn_to PORT: this host has a connection to PORT running over NTB.
@@ -101,8 +144,20 @@ ntb_conn_to() {
 # fb_server REASON: this namespace's server connections that fell back to TCP
 # for REASON (ntbsmc stats), or "missing".
 fb_server() {
-	local re="\"fallback_server\": *\\{[^}]*\"$1\": *([0-9]+)"
-	[[ $(cli -j stats) =~ $re ]] && echo "${BASH_REMATCH[1]}" || echo missing
+	local n
+	fb_server_of n "$1" "$(cli -j stats)"
+	echo "$n"
+}
+
+# fb_server_of VAR REASON [JSON]: fb_server into VAR, from JSON or else the
+# counters stats read last.
+fb_server_of() {
+	local _fb_re="\"fallback_server\": *\\{[^}]*\"$2\": *([0-9]+)"
+	if [[ ${3-$STATS} =~ $_fb_re ]]; then
+		printf -v "$1" %s "${BASH_REMATCH[1]}"
+	else
+		printf -v "$1" %s missing
+	fi
 }
 
 # Waits until this host's NTB port is usable by ntbsmc.
@@ -125,14 +180,14 @@ xfer_one() {
 		local srv=$!
 		wait_for 90 "server on $port" pid_listening $srv $port
 		barrier "$name-listening"
-		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
+		wait $srv || check "$name: server failed: $(<"$WORK/$name.json")" false
 	else
 		barrier "$name-listening"
 		# shellcheck disable=SC2086
 		inns ${RUNNER:-} "$XFER" client "$peer" $port $copts >"$WORK/$name.json" ||
-			check "$name: client failed: $(cat "$WORK/$name.json")" false
+			check "$name: client failed: $(<"$WORK/$name.json")" false
 	fi
-	out=$(tail -1 "$WORK/$name.json")
+	result "$WORK/$name.json"
 	log "$name: $out"
 	barrier "$name-done"
 }
@@ -158,14 +213,18 @@ raw_one() {
 		pid=$!
 		wait_for 90 "server on $port" pid_listening $pid $port
 		barrier "$name-listening"
+		# bounded: a client that never connected leaves it waiting
+		barrier "$name-client-ended" 300
+		wait_for 60 "$name: the server to end after its client" pid_gone $pid
 		wait $pid || check "$name: server failed: $(cat "$WORK/$name.json" "$WORK/$name.err")" false
 	else
 		barrier "$name-listening"
 		# shellcheck disable=SC2086
 		inns $crun "$RAWSYS" client "$peer" $port $copts >"$WORK/$name.json" 2>"$WORK/$name.err" ||
 			check "$name: client failed: $(cat "$WORK/$name.json" "$WORK/$name.err")" false
+		barrier "$name-client-ended"
 	fi
-	out=$(tail -1 "$WORK/$name.json")
+	result "$WORK/$name.json"
 	log "$name: $out"
 	barrier "$name-done"
 }
@@ -176,14 +235,14 @@ raw_case() {
 	local name=$1 srv=$2 mode=$7 want n ntb
 	raw_one "$@"
 	[ "$ROLE" = "$srv" ] && want=$8 || want=$9
-	check "$name: mode $(jfield "$out" mode), want $mode" [ "$(jfield "$out" mode)" = "$mode" ]
-	check "$name: reason $(jfield "$out" reason), want $want" [ "$(jfield "$out" reason)" = "$want" ]
-	check "$name: bytes not intact" [ "$(jfield "$out" intact)" = true ]
-	check "$name: SO_PROTOCOL $(jfield "$out" so_protocol), want 6 (TCP)" \
-		[ "$(jfield "$out" so_protocol)" = 6 ]
+	check "$name: mode ${O[mode]-missing}, want $mode" [ "${O[mode]-missing}" = "$mode" ]
+	check "$name: reason ${O[reason]-missing}, want $want" [ "${O[reason]-missing}" = "$want" ]
+	check "$name: bytes not intact" [ "${O[intact]-missing}" = true ]
+	check "$name: SO_PROTOCOL ${O[so_protocol]-missing}, want 6 (TCP)" \
+		[ "${O[so_protocol]-missing}" = 6 ]
 	if [ "$mode" = ntb ]; then
-		n=$(jfield "$out" bytes)
-		for ntb in "$(jfield "$out" ntb_tx_bytes)" "$(jfield "$out" ntb_rx_bytes)"; do
+		n=${O[bytes]-missing}
+		for ntb in "${O[ntb_tx_bytes]-missing}" "${O[ntb_rx_bytes]-missing}"; do
 			check "$name: only $ntb of $n bytes crossed NTB each way" [ "$ntb" -ge "$n" ]
 		done
 	fi

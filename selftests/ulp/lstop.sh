@@ -45,7 +45,7 @@ for how in rd rdwr unspec; do
 		barrier "$how-storm"
 		inns "$LSTOP" server "$MY_IP" $port $how 4 "$PEER_IP" $echo_port \
 			>"$WORK/lstop-$how.json" ||
-			check "$how: lstop failed: $(cat "$WORK/lstop-$how.json")" false
+			check "$how: lstop failed: $(<"$WORK/lstop-$how.json")" false
 		rounds=0
 		while read -r line; do
 			log "$how: $line"
@@ -71,35 +71,35 @@ done
 
 port=7710
 if [ "$ROLE" = a ]; then
-	inns sysctl -q -w net.ntbsmc.max_handshakes=4 || fail "cannot set max_handshakes"
+	sctl net.ntbsmc.max_handshakes=4 || fail "cannot set max_handshakes"
 	inns "$LSTOP" echo "$MY_IP" $port &
 	srv=$!
 	wait_for 30 "burst server on $port" pid_listening $srv $port
 	run "$NTBSMC_CLI" ${NS:+-n "$NS"} stats reset	# handshakes_peak from here
 	stats
-	ntb0=$(stat_of conn_ntb) cong0=$(stat_of handshakes_congested)
+	ntb0=${S[conn_ntb]-missing} cong0=${S[handshakes_congested]-missing}
 	barrier burst-listening
 	barrier burst-done 120
 	stats
 	log "burst: server stats: $STATS"
-	check "burst: at most 4 handshakes at once (handshakes_peak $(stat_of handshakes_peak))" \
-		[ "$(stat_of handshakes_peak)" -le 4 ]
+	check "burst: at most 4 handshakes at once (handshakes_peak ${S[handshakes_peak]-missing})" \
+		[ "${S[handshakes_peak]-missing}" -le 4 ]
 	# how many ran over NTB depends on how many SYNs came before the first
 	# handshakes ended (4 of 32 in one VM; more between two slower VMs)
-	log "burst: $(($(stat_of conn_ntb) - ntb0)) over NTB"
-	check "burst: $(($(stat_of handshakes_congested) - cong0)) declined beyond the limit" \
-		[ $(($(stat_of handshakes_congested) - cong0)) -ge 1 ]
+	log "burst: $((${S[conn_ntb]-missing} - ntb0)) over NTB"
+	check "burst: $((${S[handshakes_congested]-missing} - cong0)) declined beyond the limit" \
+		[ $((${S[handshakes_congested]-missing} - cong0)) -ge 1 ]
 	kill $srv
-	inns sysctl -q -w net.ntbsmc.max_handshakes=64
+	sctl net.ntbsmc.max_handshakes=64
 else
 	fault_set client_hello_delay -1 400 $port
 	barrier burst-listening
 	inns "$LSTOP" burst "$PEER_IP" $port 32 >"$WORK/burst.json" ||
-		check "burst: lstop failed: $(cat "$WORK/burst.json")" false
-	out=$(tail -1 "$WORK/burst.json")
+		check "burst: lstop failed: $(<"$WORK/burst.json")" false
+	result "$WORK/burst.json"
 	log "burst: $out"
 	check "burst: 32 connections, none failed: $out" \
-		[ "$(jfield "$out" conns)/$(jfield "$out" failed)" = 32/0 ]
+		[ "${O[conns]-missing}/${O[failed]-missing}" = 32/0 ]
 	fault_clear
 	barrier burst-done
 fi
@@ -112,17 +112,17 @@ if [ "$ROLE" = a ]; then
 	wait_for 30 "nomem server on $port" pid_listening $srv $port
 	barrier nomem-listening
 	barrier nomem-done 120
-	check "nomem: the allocation failed for 8 children ($(cat $FAULTS/clone_nomem/times) of 8 left)" \
-		[ "$(cat $FAULTS/clone_nomem/times)" = 0 ]
+	check "nomem: the allocation failed for 8 children ($(<$FAULTS/clone_nomem/times) of 8 left)" \
+		[ "$(<$FAULTS/clone_nomem/times)" = 0 ]
 	fault_clear
 	kill $srv
 else
 	barrier nomem-listening
 	inns "$LSTOP" burst "$PEER_IP" $port 8 >"$WORK/nomem.json" ||
-		check "nomem: lstop failed: $(cat "$WORK/nomem.json")" false
-	out=$(tail -1 "$WORK/nomem.json")
+		check "nomem: lstop failed: $(<"$WORK/nomem.json")" false
+	result "$WORK/nomem.json"
 	log "nomem: $out"
-	check "nomem: 8 of 8 over NTB: $out" [ "$(jfield "$out" ntb)" = 8 ]
+	check "nomem: 8 of 8 over NTB: $out" [ "${O[ntb]-missing}" = 8 ]
 	barrier nomem-done
 fi
 # drain: a listener closed while a child's handshake stalls after a late HELLO
@@ -133,19 +133,19 @@ fi
 # client in its own namespace.
 port=7730
 if [ "$ROLE" = a ]; then
-	hs_ms=$(inns cat /proc/sys/net/ntbsmc/handshake_timeout_ms)
-	run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms=4000
+	sget hs_ms net.ntbsmc.handshake_timeout_ms
+	run sctl net.ntbsmc.handshake_timeout_ms=4000
 	fault_set client_hello_delay -1 1400 $port
 	fault_set client_answer_delay -1 8000 $port
 	inns "$LSTOP" drain "$MY_IP" $port 2500 >"$WORK/drain.json" ||
-		check "drain: lstop failed: $(cat "$WORK/drain.json")" false
-	out=$(tail -1 "$WORK/drain.json")
+		check "drain: lstop failed: $(<"$WORK/drain.json")" false
+	result "$WORK/drain.json"
 	log "drain: $out"
-	ms=$(jfield "$out" drained_ms)
+	ms=${O[drained_ms]-missing}
 	check "drain: the listener's close returned $ms ms after the connect, bound 4000 + 800" \
 		[ "$ms" -ge 2500 -a "$ms" -le 4800 ]
 	fault_clear
-	run inns sysctl -q -w net.ntbsmc.handshake_timeout_ms="$hs_ms"
+	run sctl net.ntbsmc.handshake_timeout_ms="$hs_ms"
 fi
 barrier drain-done 300
 

@@ -56,7 +56,7 @@ hold_conns() {
 		for i in $(seq "$n"); do
 			inns "$CLOSER" client "$PEER_IP" $((port + i)) --rounds 1 --bytes 65536 \
 				--how close >"$WORK/$name.$i.json" ||
-				check "$name.$i: client failed: $(cat "$WORK/$name.$i.json")" false
+				check "$name.$i: client failed: $(<"$WORK/$name.$i.json")" false
 		done
 	fi
 	port=$((port + n))
@@ -65,21 +65,22 @@ hold_conns() {
 # release NAME: host a's servers let go.
 release() {
 	local i out
+	local -A O	# (its fields, result's)
 	if [ "$ROLE" = a ]; then
 		: >"$WORK/$1.release"
 		for i in "${!HOLD_PIDS[@]}"; do
 			# late's and count's resets fail their round: checked below
 			wait "${HOLD_PIDS[i]}" || [ "$1" != timeout ] ||
 				check "$1: server failed: $(cat "$WORK/$1.$((i + 1)).json")" false
-			out=$(tail -1 "$WORK/$1.$((i + 1)).json")
+			result "$WORK/$1.$((i + 1)).json"
 			log "$1.$((i + 1)): $out"
 			if [ "$1" != timeout ]; then
 				# reset at once, as TCP resets beyond tcp_max_orphans:
 				# the reader may lose what it had not read yet
-				check "$1.$((i + 1)): over NTB" [ "$(jfield "$out" ntb)" = 1 ]
+				check "$1.$((i + 1)): over NTB" [ "${O[ntb]-missing}" = 1 ]
 			else
 				check "$1.$((i + 1)): over NTB, nothing lost" \
-					[ "$(jfield "$out" ntb)/$(jfield "$out" lost)" = 1/0 ]
+					[ "${O[ntb]-missing}/${O[lost]-missing}" = 1/0 ]
 			fi
 		done
 	fi
@@ -88,14 +89,14 @@ release() {
 
 [ "$ROLE" = a ] && fault_set detach_drop
 if [ "$ROLE" = b ]; then
-	inns sysctl -q -w net.ntbsmc.orphan_timeout_ms=1500 net.ntbsmc.max_orphans=2 ||
+	sctl net.ntbsmc.orphan_timeout_ms=1500 net.ntbsmc.max_orphans=2 ||
 		fail "cannot set the orphan sysctls"
 	for bad in 99 86400001 -1; do
 		check "orphan_timeout_ms=$bad refused" \
-			sh -c "! inns sysctl -q -w net.ntbsmc.orphan_timeout_ms=$bad 2>/dev/null"
+			eval '! sctl net.ntbsmc.orphan_timeout_ms=$bad'
 	done
 	check "max_orphans=1025 refused" \
-		sh -c "! inns sysctl -q -w net.ntbsmc.max_orphans=1025 2>/dev/null"
+		eval '! sctl net.ntbsmc.max_orphans=1025'
 fi
 
 # timeout: one orphan
@@ -124,13 +125,13 @@ if [ "$ROLE" = b ]; then
 fi
 barrier late-checked
 [ "$ROLE" = a ] && check "late: the server's attach was late" \
-	[ "$(cat "$FAULTS/server_attach_delay/times")" = 0 ]
+	[ "$(<"$FAULTS/server_attach_delay/times")" = 0 ]
 [ "$ROLE" = a ] && fault_clear server_attach_delay
 release late
 
 # count: four orphans, two allowed
 if [ "$ROLE" = b ]; then
-	inns sysctl -q -w net.ntbsmc.orphan_timeout_ms=600000 || fail "sysctl"
+	sctl net.ntbsmc.orphan_timeout_ms=600000 || fail "sysctl"
 	r0=$(resets)
 fi
 hold_conns count 4

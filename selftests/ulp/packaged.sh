@@ -41,7 +41,7 @@ cleanup() { unload_module ntbsmc; }
 
 test_phases setup cleanup "$@"
 
-want=$(cat "$REPO/VERSION")
+want=$(<"$REPO/VERSION")
 log "kernel $(uname -r), $(uname -v); profile $PROFILE; $($NTBSMC_CLI -V)"
 # Both hosts are one kernel: host a checks the modules.
 if [ "$ROLE" = a ]; then
@@ -72,9 +72,9 @@ port=6900
 before=$(jfield "$(inns $NTBSMC_CLI -j stats)" tx_bytes)
 [ "$before" = missing ] && before=0
 xfer_one packaged "" "--bytes 1048576 --both"
-check "mode $(jfield "$out" mode), want ntb (reason $(jfield "$out" reason))" \
-	[ "$(jfield "$out" mode)" = ntb ]
-check "bytes not intact" [ "$(jfield "$out" intact)" = true ]
+check "mode ${O[mode]-missing}, want ntb (reason ${O[reason]-missing})" \
+	[ "${O[mode]-missing}" = ntb ]
+check "bytes not intact" [ "${O[intact]-missing}" = true ]
 after=$(jfield "$(inns $NTBSMC_CLI -j stats)" tx_bytes)
 [ "$after" = missing ] && after=0
 check "ntbsmc stats: $before -> $after bytes sent over NTB, want 1 MiB more" \

@@ -117,23 +117,24 @@ start_pairs() {
 # Pair i's seed is the seed with i appended.
 closers() {
 	local name=$1 how=${2:-} rounds=${3:-$rounds} i pids rc out ntb=0 wrote=0 opts
+	local -A O	# (its fields, result's)
 	opts="--rounds $rounds --seed $seed@i@${how:+ --how $how}"
 	start_pairs "$name" "$CLOSER" "$opts" "$opts"
 	for i in $(seq $pairs); do
 		wait "${pids[$((i - 1))]}"
 		rc=$?
-		out=$(tail -1 "$WORK/$name$i.json")
+		result "$WORK/$name$i.json"
 		log "$name $i: $out"
-		check "$name $i: closer $ROLE exited $rc: $(cat "$WORK/$name$i.json")" [ $rc = 0 ]
-		check "$name $i: $(jfield "$out" lost) of $rounds rounds lost bytes" \
-			[ "$(jfield "$out" lost)" = 0 ]
+		[ $rc = 0 ] || check "$name $i: closer $ROLE exited $rc: $(<"$WORK/$name$i.json")" false
+		check "$name $i: ${O[lost]-missing} of $rounds rounds lost bytes" \
+			[ "${O[lost]-missing}" = 0 ]
 		# unspec: the client's disconnect may reset a server handshake
 		# still reading the CONFIRM that made the client's end NTB
 		[ "$how" = unspec ] && [ "$ROLE" = a ] ||
-			check "$name $i: $(jfield "$out" ntb) of $rounds rounds over NTB" \
-				[ "$(jfield "$out" ntb)" = "$rounds" ]
-		ntb=$((ntb + $(jfield "$out" ntb_bytes)))
-		wrote=$((wrote + $(jfield "$out" bytes)))
+			check "$name $i: ${O[ntb]-missing} of $rounds rounds over NTB" \
+				[ "${O[ntb]-missing}" = "$rounds" ]
+		ntb=$((ntb + ${O[ntb_bytes]-missing}))
+		wrote=$((wrote + ${O[bytes]-missing}))
 	done
 	port=$((port + pairs))
 	# unspec: the old connections' bytes were cut short by a reset, the new
@@ -212,12 +213,12 @@ if phase kill; then
 			kill -9 "${pids[$((i - 1))]}" 2>/dev/null
 		) &
 	done
-	t0=$(now_us)
+	t0=${EPOCHREALTIME/./}
 	for i in $(seq $pairs); do
 		wait "${pids[$((i - 1))]}"
-		log "kill $i: exit $? after $((($(now_us) - t0) / 1000)) ms: $(tail -1 "$WORK/kill$i.json")"
+		log "kill $i: exit $? after $(((${EPOCHREALTIME/./} - t0) / 1000)) ms: $(tail -1 "$WORK/kill$i.json")"
 	done
-	ms=$((($(now_us) - t0) / 1000))
+	ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
 	check "kill: the survivors took $ms ms to end, bound 60000" [ $ms -le 60000 ]
 	port=$((port + pairs))
 	phase_end kill
@@ -235,15 +236,15 @@ if phase unbind; then
 	for i in $(seq $pairs); do
 		wait "${pids[$((i - 1))]}"
 		rc=$?
-		out=$(tail -1 "$WORK/unbind$i.json")
+		result "$WORK/unbind$i.json"
 		log "unbind $i: $out"
-		check "unbind $i: xfer $ROLE exited $rc: $(cat "$WORK/unbind$i.json")" [ $rc = 0 ]
-		case $(jfield "$out" outcome) in
+		[ $rc = 0 ] || check "unbind $i: xfer $ROLE exited $rc: $(<"$WORK/unbind$i.json")" false
+		case ${O[outcome]-missing} in
 		ok)
-			check "unbind $i: not intact" [ "$(jfield "$out" intact)" = true ]
+			check "unbind $i: not intact" [ "${O[intact]-missing}" = true ]
 			ok=$((ok + 1)) ;;
 		reset) ;;
-		*) check "unbind $i: outcome $(jfield "$out" outcome)" false ;;
+		*) check "unbind $i: outcome ${O[outcome]-missing}" false ;;
 		esac
 	done
 	log "unbind: $ok of $pairs transfers completed, the others were reset"
@@ -276,7 +277,7 @@ if phase unbinds; then
 			nap "${unbinds_when[$((i - 1))]}"
 			port_unbind
 			wait $fl
-			log "unbinds $i: $(cat "$WORK/unbinds$i.json")"
+			log "unbinds $i: $(<"$WORK/unbinds$i.json")"
 			port_bind
 			barrier "unbinds$i-unbound"
 		fi
@@ -287,6 +288,6 @@ if phase unbinds; then
 fi
 
 xfer_one after "--ulp" "--ulp --bytes 1000000 --both"
-check "after the stress: mode $(jfield "$out" mode) intact $(jfield "$out" intact)" \
-	[ "$(jfield "$out" mode)/$(jfield "$out" intact)" = ntb/true ]
+check "after the stress: mode ${O[mode]-missing} intact ${O[intact]-missing}" \
+	[ "${O[mode]-missing}/${O[intact]-missing}" = ntb/true ]
 checked

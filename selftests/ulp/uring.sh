@@ -53,33 +53,33 @@ uring_one() {
 		local srv=$!
 		wait_for 90 "server on $port" pid_listening $srv $port
 		barrier "$name-listening"
-		wait $srv || check "$name: server failed: $(cat "$WORK/$name.json")" false
+		wait $srv || check "$name: server failed: $(<"$WORK/$name.json")" false
 	else
 		barrier "$name-listening"
 		# shellcheck disable=SC2086
 		inns "$URING" client "$PEER_IP" $port "$case" $copts >"$WORK/$name.json" ||
-			check "$name: client failed: $(cat "$WORK/$name.json")" false
+			check "$name: client failed: $(<"$WORK/$name.json")" false
 	fi
-	out=$(tail -1 "$WORK/$name.json")
+	result "$WORK/$name.json"
 	log "$name: $out"
 	barrier "$name-done"
 }
 
 # uring_ok NAME: this host's end of the case ended well, every byte it checked right.
 uring_ok() {
-	check "$1: outcome $(jfield "$out" outcome) (error $(jfield "$out" error) during $(jfield "$out" during)), want ok" \
-		[ "$(jfield "$out" outcome)" = ok ]
-	check "$1: bytes not intact" [ "$(jfield "$out" intact)" = true ]
+	check "$1: outcome ${O[outcome]-missing} (error ${O[error]-missing} during ${O[during]-missing}), want ok" \
+		[ "${O[outcome]-missing}" = ok ]
+	check "$1: bytes not intact" [ "${O[intact]-missing}" = true ]
 }
 
 # uring_ntb NAME: this host's end ran over NTB, and all it sent and received
 # (until its mode and counters were read) crossed NTB.
 uring_ntb() {
 	local tx rx ntx nrx
-	tx=$(jfield "$out" app_tx_bytes) rx=$(jfield "$out" app_rx_bytes)
-	ntx=$(jfield "$out" ntb_tx_bytes) nrx=$(jfield "$out" ntb_rx_bytes)
-	check "$1: mode $(jfield "$out" mode) (reason $(jfield "$out" reason)), want ntb" \
-		[ "$(jfield "$out" mode)" = ntb ]
+	tx=${O[app_tx_bytes]-missing} rx=${O[app_rx_bytes]-missing}
+	ntx=${O[ntb_tx_bytes]-missing} nrx=${O[ntb_rx_bytes]-missing}
+	check "$1: mode ${O[mode]-missing} (reason ${O[reason]-missing}), want ntb" \
+		[ "${O[mode]-missing}" = ntb ]
 	check "$1: only $ntx of the $tx bytes sent crossed NTB" [ "$ntx" -ge "$tx" ]
 	check "$1: only $nrx of the $rx bytes received crossed NTB" [ "$nrx" -ge "$rx" ]
 }
@@ -95,29 +95,29 @@ uring_one stream stream "" "--bytes $STREAM_BYTES"
 uring_ok stream
 uring_ntb stream
 if [ "$ROLE" = a ]; then
-	check "stream: received $(jfield "$out" received), want $STREAM_BYTES" \
-		[ "$(jfield "$out" received)" = $STREAM_BYTES ]
-	check "stream: only $(jfield "$out" ntb_rx_bytes) of $STREAM_BYTES bytes came over NTB" \
-		[ "$(jfield "$out" ntb_rx_bytes)" -ge $STREAM_BYTES ]
+	check "stream: received ${O[received]-missing}, want $STREAM_BYTES" \
+		[ "${O[received]-missing}" = $STREAM_BYTES ]
+	check "stream: only ${O[ntb_rx_bytes]-missing} of $STREAM_BYTES bytes came over NTB" \
+		[ "${O[ntb_rx_bytes]-missing}" -ge $STREAM_BYTES ]
 else
-	check "stream: only $(jfield "$out" ntb_tx_bytes) of $STREAM_BYTES bytes went over NTB" \
-		[ "$(jfield "$out" ntb_tx_bytes)" -ge $STREAM_BYTES ]
+	check "stream: only ${O[ntb_tx_bytes]-missing} of $STREAM_BYTES bytes went over NTB" \
+		[ "${O[ntb_tx_bytes]-missing}" -ge $STREAM_BYTES ]
 fi
 
 uring_one pingpong pingpong "" "--pairs $PAIRS --inflight 16"
 uring_ok pingpong
 uring_ntb pingpong
-check "pingpong: $(jfield "$out" pairs) pairs, want $PAIRS" [ "$(jfield "$out" pairs)" = $PAIRS ]
+check "pingpong: ${O[pairs]-missing} pairs, want $PAIRS" [ "${O[pairs]-missing}" = $PAIRS ]
 
 # ---- cancel ----
 uring_one cancel cancel "" ""
 uring_ok cancel
 uring_ntb cancel
 if [ "$ROLE" = a ]; then
-	check "cancel: the RECV ended $(jfield "$out" cancel_res_name), want ECANCELED" \
-		[ "$(jfield "$out" cancel_res_name)" = ECANCELED ]
-	check "cancel: ASYNC_CANCEL returned $(jfield "$out" cancel_op_res), want 0 (found, cancelled)" \
-		[ "$(jfield "$out" cancel_op_res)" = 0 ]
+	check "cancel: the RECV ended ${O[cancel_res_name]-missing}, want ECANCELED" \
+		[ "${O[cancel_res_name]-missing}" = ECANCELED ]
+	check "cancel: ASYNC_CANCEL returned ${O[cancel_op_res]-missing}, want 0 (found, cancelled)" \
+		[ "${O[cancel_op_res]-missing}" = 0 ]
 fi
 
 # ---- a RECV that outlives its fd ----
@@ -130,15 +130,15 @@ closed_fd_case() {
 	uring_ok "$name"
 	uring_ntb "$name"
 	if [ "$ROLE" = a ]; then
-		check "$name: the armed RECV ended as $(jfield "$out" closed_fd), want $want" \
-			[ "$(jfield "$out" closed_fd)" = "$want" ]
-		put "$name-res" "$(jfield "$out" closed_fd_res)"
+		check "$name: the armed RECV ended as ${O[closed_fd]-missing}, want $want" \
+			[ "${O[closed_fd]-missing}" = "$want" ]
+		put "$name-res" "${O[closed_fd_res]-missing}"
 	else
 		# all of the message read: a clean close; part of it: a reset is TCP's answer
 		res=$(get "$name-res")
 		[ "$res" = 1000 ] || closes+=(reset)
-		check "$name: the server's close read as $(jfield "$out" peer_close) (its RECV: $res)" \
-			one_of "$(jfield "$out" peer_close)" "${closes[@]}"
+		check "$name: the server's close read as ${O[peer_close]-missing} (its RECV: $res)" \
+			one_of "${O[peer_close]-missing}" "${closes[@]}"
 	fi
 	wait_for 60 "no socket of ntbsmc on port $port" no_sock_on $port
 	barrier "$name-idle"
@@ -151,11 +151,11 @@ closed_fd_case closed_fd_exit "--wait-ms 2000" "--no-send" cancelled_at_exit
 port=$((port + 1))
 if [ "$ROLE" = a ]; then
 	inns "$URING" server "$MY_IP" $port accept_exit >"$WORK/accept_exit.json" ||
-		check "accept_exit: server failed: $(cat "$WORK/accept_exit.json")" false
-	out=$(tail -1 "$WORK/accept_exit.json")
+		check "accept_exit: server failed: $(<"$WORK/accept_exit.json")" false
+	result "$WORK/accept_exit.json"
 	log "accept_exit: $out"
 	uring_ok accept_exit
-	check "accept_exit: the child's ACCEPT was not armed" [ "$(jfield "$out" armed)" = true ]
+	check "accept_exit: the child's ACCEPT was not armed" [ "${O[armed]-missing}" = true ]
 	wait_for 60 "no socket of ntbsmc on port $port" no_sock_on $port
 	lsn=$(inns ss -Hltn "sport = :$port")
 	check "accept_exit: ss shows a listener on $port: $lsn" [ -z "$lsn" ]
@@ -163,11 +163,11 @@ if [ "$ROLE" = a ]; then
 else
 	barrier accept_exit-gone
 	inns "$URING" client "$PEER_IP" $port accept_exit >"$WORK/accept_exit.json" ||
-		check "accept_exit: client failed: $(cat "$WORK/accept_exit.json")" false
-	out=$(tail -1 "$WORK/accept_exit.json")
+		check "accept_exit: client failed: $(<"$WORK/accept_exit.json")" false
+	result "$WORK/accept_exit.json"
 	log "accept_exit: $out"
-	check "accept_exit: refused $(jfield "$out" refused) ($(jfield "$out" connect)), want true" \
-		[ "$(jfield "$out" refused)" = true ]
+	check "accept_exit: refused ${O[refused]-missing} (${O[connect]-missing}), want true" \
+		[ "${O[refused]-missing}" = true ]
 	wait_for 60 "no socket of ntbsmc on port $port" no_sock_on $port
 fi
 barrier accept_exit-done

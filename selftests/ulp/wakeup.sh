@@ -41,8 +41,7 @@ need_faults
 ulp_wait_active
 W=$REPO/selftests/ulp/wakeup
 FIFO=/tmp/ntbsmc-wakeup.fifo
-RECHECK=/proc/sys/net/ntbsmc/recheck_ms
-recheck_default=$(inns cat $RECHECK)
+sget recheck_default net.ntbsmc.recheck_ms
 ROUNDS=$(tier 6 12)
 port=6960
 
@@ -50,11 +49,12 @@ port=6960
 # (the reader's notifications found by the re-check) on host b.
 wakeup_case() {
 	local name=$1 src srv rc out lost0 tx0 rx0
+	local -A O	# (its fields, result's)
 	port=$((port + 1))
 	src=$((port + 100))
-	inns sh -c "echo $2 >$RECHECK" || fail "cannot set recheck_ms=$2"
+	sctl net.ntbsmc.recheck_ms="$2" || fail "cannot set recheck_ms=$2"
 	stats
-	lost0=$(stat_of notify_lost) tx0=$(stat_of tx_bytes) rx0=$(stat_of rx_bytes)
+	lost0=${S[notify_lost]-missing} tx0=${S[tx_bytes]-missing} rx0=${S[rx_bytes]-missing}
 	if [ "$ROLE" = a ]; then
 		rm -f $FIFO
 		mkfifo $FIFO || fail "mkfifo"
@@ -71,26 +71,26 @@ wakeup_case() {
 		inns "$W" reader "$PEER_IP" $port $ROUNDS $FIFO $src >"$WORK/$name.json" 2>&1
 		rc=$?
 	fi
-	out=$(tail -1 "$WORK/$name.json")
+	result "$WORK/$name.json"
 	log "$name: $out"
 	check "$name: wakeup $ROLE exited $rc: $out" [ $rc = 0 ]
 	barrier "$name-done"
 	stats
-	lost=$(($(stat_of notify_lost) - lost0))
+	lost=$((${S[notify_lost]-missing} - lost0))
 	if [ "$ROLE" = a ]; then
 		# (unanswered, the re-check may end a round before its want landed,
 		# and the next round's want is then on time)
 		[ "$name" = answered ] &&
-			check "$name: want_late fired in all $ROUNDS rounds (times left $(cat $FAULTS/want_late/times))" \
-				[ "$(cat $FAULTS/want_late/times)" = 0 ]
-		check "$name: sent $(($(stat_of tx_bytes) - tx0)) bytes over NTB, want $((3 * ROUNDS))" \
-			[ $(($(stat_of tx_bytes) - tx0)) -ge $((3 * ROUNDS)) ]
+			check "$name: want_late fired in all $ROUNDS rounds (times left $(<$FAULTS/want_late/times))" \
+				[ "$(<$FAULTS/want_late/times)" = 0 ]
+		check "$name: sent $((${S[tx_bytes]-missing} - tx0)) bytes over NTB, want $((3 * ROUNDS))" \
+			[ $((${S[tx_bytes]-missing} - tx0)) -ge $((3 * ROUNDS)) ]
 		fault_clear want_late answer_drop
 	else
-		check "$name: received $(($(stat_of rx_bytes) - rx0)) bytes over NTB, want $((3 * ROUNDS))" \
-			[ $(($(stat_of rx_bytes) - rx0)) -ge $((3 * ROUNDS)) ]
+		check "$name: received $((${S[rx_bytes]-missing} - rx0)) bytes over NTB, want $((3 * ROUNDS))" \
+			[ $((${S[rx_bytes]-missing} - rx0)) -ge $((3 * ROUNDS)) ]
 	fi
-	inns sh -c "echo $recheck_default >$RECHECK"
+	sctl net.ntbsmc.recheck_ms="$recheck_default"
 	barrier "$name-cleared"
 }
 
@@ -105,21 +105,21 @@ wakeup_case unanswered 100
 LB=$REPO/selftests/ulp/lostbell
 LB_ROUNDS=$(tier 3 4)
 LB_FIRED=/tmp/ntbsmc-lostbell.fired
-RMB=/proc/sys/net/ntbsmc/rmb_kb
-rmb_default=$(inns cat $RMB)
+sget rmb_default net.ntbsmc.rmb_kb
 
 # lostbell_case MODE: LB_ROUNDS rounds, a connection each, with the server's
 # buffer at 64 KiB (host a) and the re-check at 200 ms.
 lostbell_case() {
 	local mode=$1 srv rc out lost fired lost0
+	local -A O	# (its fields, result's)
 	port=$((port + 1))
-	inns sh -c "echo 200 >$RECHECK" || fail "cannot set recheck_ms=200"
+	sctl net.ntbsmc.recheck_ms=200 || fail "cannot set recheck_ms=200"
 	stats
-	lost0=$(stat_of notify_lost)
+	lost0=${S[notify_lost]-missing}
 	if [ "$ROLE" = a ]; then
 		rm -f $FIFO $FIFO.back $LB_FIRED
 		mkfifo $FIFO && mkfifo $FIFO.back || fail "mkfifo"
-		inns sh -c "echo 64 >$RMB" || fail "cannot set rmb_kb=64"
+		sctl net.ntbsmc.rmb_kb=64 || fail "cannot set rmb_kb=64"
 		# (ip netns exec mounts a sysfs of its own, without debugfs: the
 		# fault points through init's root)
 		inns "$LB" server "$MY_IP" $port $LB_ROUNDS $FIFO "/proc/1/root$FAULTS" \
@@ -131,29 +131,29 @@ lostbell_case() {
 		rc=$?
 		fired=$(grep -c "fired 1" "$WORK/lb-$mode.out")
 		echo "$fired" >$LB_FIRED
-		out=$(tail -1 "$WORK/lb-$mode.out")
+		result "$WORK/lb-$mode.out"
 		check "lostbell $mode: server exited $rc: $out" [ $rc = 0 ]
 		check "lostbell $mode: the doorbell was dropped in $fired of $LB_ROUNDS rounds, want >= 1" \
 			[ "$fired" -ge 1 ]
-		inns sh -c "echo $rmb_default >$RMB"
+		sctl net.ntbsmc.rmb_kb="$rmb_default"
 		barrier "lb-$mode-done"
 	else
 		barrier "lb-$mode-listening"
 		inns "$LB" client "$PEER_IP" $port $LB_ROUNDS $FIFO "$mode" >"$WORK/lb-$mode.out" 2>&1
 		rc=$?
-		out=$(tail -1 "$WORK/lb-$mode.out")
+		result "$WORK/lb-$mode.out"
 		log "lostbell $mode: $out"
 		check "lostbell $mode: the waiter woke in every round (client exited $rc: $out)" [ $rc = 0 ]
 		barrier "lb-$mode-done"
 		fired=$(cat $LB_FIRED 2>/dev/null || echo 0)
 		stats
-		lost=$(($(stat_of notify_lost) - lost0))
+		lost=$((${S[notify_lost]-missing} - lost0))
 		# (at least one: a round's waiter may also be woken by an event of
 		# the peer's that announces the same space or data by state)
 		check "lostbell $mode: $lost lost notifications found for $fired dropped doorbells, want >= 1" \
 			[ "$lost" -ge 1 ]
 	fi
-	inns sh -c "echo $recheck_default >$RECHECK"
+	sctl net.ntbsmc.recheck_ms="$recheck_default"
 	barrier "lb-$mode-cleared"
 }
 

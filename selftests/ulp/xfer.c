@@ -3,11 +3,11 @@
 
 /*
  *   xfer server ADDR PORT [--ulp|--proto] [--smc] [--conns N] [--allow-reset] [--hold FILE]
- *                         [--read-after FILE]
+ *                         [--read-after FILE] [--pace-ms MS] [--pace-until FILE] [--until FILE]
  *   xfer client ADDR PORT [--ulp|--proto] [--smc] [--bytes N] [--write-size N] [--both]
  *                         [--seed S] [--allow-reset] [--hold FILE]
  *                         [--offset N] [--random-writes] [--munmap-ms MS]
- *                         [--fork-ms MS] [--pace-ms MS] [--pace-until FILE]
+ *                         [--fork-ms MS] [--pace-ms MS] [--pace-until FILE] [--until FILE]
  *
  * The client sends --bytes of pseudo-random data (with --both the server sends as
  * much back at the same time). The data is a function of the seed, the direction
@@ -44,6 +44,13 @@
  * With --read-after FILE the receiver reads nothing of the stream until FILE
  * exists (a stopped reader: the peer's writes fill the buffers), then reports
  * what ioctl(SIOCINQ) said before its first read ("inq_at_read").
+ *
+ * --until FILE (client, and the server of a --both stream) streams until FILE
+ * exists instead of --bytes: a stream that lasts exactly as long as the test's
+ * work beside it, however slow the machine. Each write then goes as a piece,
+ * its length (8 bytes) first, and a piece of length 0 ends the stream, so the
+ * receiver still tells the stream's end from a truncation ("early_eof") and
+ * every byte's offset from its data; "bytes" is then what was sent.
  *
  * --ulp sets the ntbsmc ULP by setsockopt(TCP_ULP); --proto makes the socket with
  * socket(..., IPPROTO_NTBSMC) instead ("so_protocol": what SO_PROTOCOL says then).
@@ -93,10 +100,11 @@
 #define HOLD_MAX_S	600
 #define CHUNK		(1 << 20)
 #define NO_ERROR	UINT64_MAX
+#define OPEN_ENDED	UINT64_MAX	/* the header's bytes of a --until stream */
 
 static struct {
 	bool server, ulp, proto, smc, both, allow_reset, random_writes;
-	const char *addr, *port, *seed, *hold, *pace_until, *read_after;
+	const char *addr, *port, *seed, *hold, *pace_until, *until, *read_after;
 	uint64_t bytes, offset, munmap_ms, fork_ms, pace_ms;
 	size_t write_size;
 	unsigned long conns;
@@ -350,6 +358,13 @@ static void *send_stream(void *arg)
 			r ^= r << 13, r ^= r >> 17, r ^= r << 5;	/* xorshift32 */
 			n = 1 + r % n;
 		}
+		if (s->bytes == OPEN_ENDED) {
+			uint64_t len = htobe64(access(opt.until, F_OK) ? n : 0);
+
+			send_all(s->fd, &len, sizeof(len), "send piece");
+			if (!len)
+				break;
+		}
 		fill(s->seed, off, buf, n);
 		send_all(s->fd, buf, n, "send");
 		off += n;
@@ -365,11 +380,15 @@ static void *send_stream(void *arg)
 
 static void wait_release(const char *path);
 
-/* Receives BYTES of the stream SEED, checking each byte; returns the verdict. */
+/*
+ * Receives BYTES of the stream SEED, checking each byte; returns the verdict.
+ * An OPEN_ENDED stream comes in pieces, each after its length, up to one of 0.
+ */
 static struct verdict recv_stream(int fd, uint64_t seed, uint64_t bytes)
 {
 	unsigned char *buf = malloc(CHUNK), *want = malloc(CHUNK);
 	struct verdict v = { 0, NO_ERROR };
+	uint64_t end = bytes;
 	double last;
 
 	max_gap = 0;
@@ -381,10 +400,34 @@ static struct verdict recv_stream(int fd, uint64_t seed, uint64_t bytes)
 			die("ioctl SIOCINQ");
 	}
 	last = now();
-	while (v.received < bytes) {
-		size_t len = bytes - v.received < CHUNK ? bytes - v.received : CHUNK;
-		ssize_t n = recv(fd, buf, len, 0);
-		double t = now();
+	if (bytes == OPEN_ENDED)
+		end = 0;
+	for (;;) {
+		size_t len;
+		ssize_t n;
+		double t;
+
+		if (v.received == end) {
+			uint64_t piece;
+
+			if (bytes != OPEN_ENDED)
+				break;
+			if (!recv_all(fd, &piece, sizeof(piece), "recv piece")) {
+				eof_at = v.received;
+				break;
+			}
+			piece = be64toh(piece);
+			if (!piece)
+				break;
+			if (piece > OPEN_ENDED - end) {
+				v.first_bad = v.received;	/* no length a sender sends */
+				break;
+			}
+			end += piece;
+		}
+		len = end - v.received < CHUNK ? end - v.received : CHUNK;
+		n = recv(fd, buf, len, 0);
+		t = now();
 
 		if (t - last > max_gap)
 			max_gap = t - last;
@@ -504,7 +547,13 @@ static bool session(int fd, const char *seed_text)
 		h.bytes = be64toh(h.bytes);
 		memcpy(seed, h.seed, sizeof(h.seed));
 		seed[sizeof(h.seed)] = 0;
+		if (h.bytes == OPEN_ENDED && h.both && !opt.until) {
+			fprintf(stderr, "xfer: the client streams until a file: --until FILE\n");
+			exit(2);
+		}
 	} else {
+		if (opt.until)
+			opt.bytes = OPEN_ENDED;
 		h.bytes = htobe64(opt.bytes);
 		h.both = opt.both;
 		memcpy(h.seed, seed_text, strnlen(seed_text, sizeof(h.seed)));
@@ -521,7 +570,8 @@ static bool session(int fd, const char *seed_text)
 		die("pthread_create");
 	if (receiving) {
 		got = recv_stream(fd, stream_seed(seed, peer), h.bytes);
-		ok &= got.received == h.bytes && got.first_bad == NO_ERROR;
+		ok &= (h.bytes == OPEN_ENDED ? eof_at == UINT64_MAX : got.received == h.bytes) &&
+		      got.first_bad == NO_ERROR;
 	}
 	/* One writer per direction: the verdict follows our own data. */
 	if (sending)
@@ -535,7 +585,8 @@ static bool session(int fd, const char *seed_text)
 		if (recv_all(fd, &back, sizeof(back), "recv verdict")) {
 			back.received = be64toh(back.received);
 			back.first_bad = be64toh(back.first_bad);
-			ok &= back.received == h.bytes && back.first_bad == NO_ERROR;
+			ok &= back.received == (h.bytes == OPEN_ENDED ? snd.sent : h.bytes) &&
+			      back.first_bad == NO_ERROR;
 		} else {
 			ok = false;
 		}
@@ -568,6 +619,8 @@ static bool session(int fd, const char *seed_text)
 		printf("\"connect_ms\": %.1f, ", connect_secs * 1000);
 	if (opt.proto)
 		printf("\"so_protocol\": %d, ", so_protocol(fd));
+	if (h.bytes == OPEN_ENDED)
+		h.bytes = sending ? snd.sent : got.received;
 	print_info(fd);
 	printf(", \"role\": \"%s\", \"bytes\": %" PRIu64 ", \"local_port\": %u, "
 	       "\"peer_port\": %u, \"secs\": %.4f, \"mb_per_s\": %.1f}\n",
@@ -617,12 +670,13 @@ static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr,
 		"usage: xfer server ADDR PORT [--ulp|--proto] [--smc] [--conns N] [--allow-reset]\n"
-		"                             [--hold FILE]\n"
-		"                             [--read-after FILE]\n"
+		"                             [--hold FILE] [--read-after FILE]\n"
+		"                             [--pace-ms MS] [--pace-until FILE] [--until FILE]\n"
 		"       xfer client ADDR PORT [--ulp|--proto] [--smc] [--bytes N] [--write-size N] [--both]\n"
 		"                             [--seed S] [--allow-reset] [--hold FILE]\n"
 		"                             [--offset N] [--random-writes] [--munmap-ms MS]\n"
-		"                             [--fork-ms MS] [--pace-ms MS] [--pace-until FILE]\n");
+		"                             [--fork-ms MS] [--pace-ms MS] [--pace-until FILE]\n"
+		"                             [--until FILE]\n");
 	exit(2);
 }
 
@@ -677,6 +731,9 @@ static void parse_args(int argc, char **argv)
 		} else if (!strcmp(a, "--seed") && strlen(val) < 20) {
 			opt.seed = val;
 			i++;
+		} else if (!strcmp(a, "--until")) {
+			opt.until = val;
+			i++;
 		} else if (!strcmp(a, "--pace-until")) {
 			opt.pace_until = val;
 			i++;
@@ -691,6 +748,8 @@ static void parse_args(int argc, char **argv)
 		}
 	}
 	if (opt.munmap_ms && opt.fork_ms)
+		usage();
+	if (opt.until && (opt.munmap_ms || opt.fork_ms))
 		usage();
 }
 

@@ -86,7 +86,7 @@ fi
 declare -A port_dev
 for d in /sys/bus/ntb/devices/*; do
 	d=$(basename "$d")
-	port_dev[$(cat "/sys/bus/pci/devices/$d/port")]=$d
+	port_dev[$(<"/sys/bus/pci/devices/$d/port")]=$d
 done
 
 declare -A ns ip ip6
@@ -134,7 +134,9 @@ for t in "$@"; do
 	if [ "$rc" = 0 ]; then
 		pids=()
 		for r in $roles; do
-			(role_env "$r"; exec timeout "$TEST_TIMEOUT" bash "$REPO/selftests/$t" run "$r") \
+			# (in its host's namespace: lib.sh's inns)
+			(role_env "$r"; exec timeout "$TEST_TIMEOUT" ${NS:+nsenter "--net=/run/netns/$NS"} \
+				bash "$REPO/selftests/$t" run "$r") \
 				>"$out.$r" 2>&1 &
 			pids+=($!)
 		done

@@ -18,22 +18,23 @@ IVS_VECTORS=${IVS_VECTORS:-4}
 _servers=()
 _qemus=()
 
-# vm_prepare FLAVOUR: installs what is missing, builds (or reuses) the guest
-# kernel FLAVOUR (debug, nodebug), then our modules and tools against it. Sets
-# KBUILD and KIMAGE. A debug kernel has the fault-injection framework
-# (config.debug), and its guests load the test build of ntbsmc (fault.h); the
-# nodebug kernel's (make bench, make demo) the module users install.
+# vm_prepare FLAVOUR [SERIES]: installs what is missing, builds (or reuses) the
+# guest kernel FLAVOUR (debug, nodebug) of SERIES (kernel.sh's default: 6.1),
+# then our modules and tools against it. Sets KBUILD and KIMAGE. A debug
+# kernel has the fault-injection framework (config.debug), and its guests load
+# the test build of ntbsmc (fault.h); the nodebug kernel's (make bench, make
+# demo) the module users install.
 vm_prepare() {
 	"$REPO/selftests/vm/deps.sh" || return 1
-	KBUILD=$("$REPO/selftests/vm/kernel.sh" "$1") || return 1
+	KBUILD=$("$REPO/selftests/vm/kernel.sh" "$@") || return 1
 	KIMAGE=$KBUILD/arch/x86/boot/bzImage
 	make -s -C "$REPO" KDIR="$KBUILD" FAULT_INJECTION="$([ "$1" = debug ] && echo 1)" all
 }
 
 # vm_prepare_series FLAVOUR SERIES DIR: the guest kernel FLAVOUR of a second
-# kernel series (6.12) for some guests, and our modules built against it in DIR,
-# a copy of their sources (copy-modules.sh: REPO's objects are the first
-# kernel's). Sets KBUILD2, KIMAGE2 and MODDIR2.
+# kernel series (make stress: 6.1) for some guests, and our modules built
+# against it in DIR, a copy of their sources (copy-modules.sh: REPO's objects
+# are the first kernel's). Sets KBUILD2, KIMAGE2 and MODDIR2.
 vm_prepare_series() {
 	KBUILD2=$("$REPO/selftests/vm/kernel.sh" "$1" "$2") || return 1
 	KIMAGE2=$KBUILD2/arch/x86/boot/bzImage

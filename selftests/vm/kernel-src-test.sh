@@ -36,7 +36,7 @@ case_() {
 	local name=$1 wexit=$2 wlist=$3 wmsg=$4 t=$5 kver=$6 out err rc
 	sh "$ks" list "$t" "$kver" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
-	err=$(cat "$tmp/err")
+	err=$(<"$tmp/err")
 	out=$(tr '\n' ' ' <"$tmp/out")
 	out=${out% }
 	if [ "$rc" = "$wexit" ] && [ "$out" = "$wlist" ] && [[ $err == *"$wmsg"* ]]; then

@@ -11,7 +11,7 @@
 # every file the packages and DKMS put there.
 # Needs REPO, RUN, PKG_BOOT (the results' prefix), record().
 
-PKG_VERSION=$(cat "$REPO/VERSION")
+PKG_VERSION=$(<"$REPO/VERSION")
 # Downloaded kernel images stay here, outside the throwaway root.
 PKG_APT_CACHE=${NTBSMC_CACHE:-/var/cache/ntbsmc}/apt-archives
 
@@ -226,7 +226,7 @@ pkg_dkms_check() {
 # Records dkms_own_core.
 pkg_own_core() {
 	local kbuild=$1 kver
-	kver=$(cat "$kbuild/include/config/kernel.release")
+	kver=$(<"$kbuild/include/config/kernel.release")
 	make -s -C "$kbuild" INSTALL_MOD_PATH="$PKG_ROOT" modules_install >"$RUN/dkms-own.log" 2>&1
 	pkg_in dkms install "ntbsmc/$PKG_VERSION" -k "$kver" --kernelsourcedir "$kbuild" \
 		>>"$RUN/dkms-own.log" 2>&1
