@@ -345,6 +345,31 @@ static void ctx_to_tcp(struct sock *sk, struct ntbsmc_sock *ctx, u32 reason)
 }
 
 /*
+ * Why a handshake that failed with @rc (< 0) resets its connection. A TCP
+ * connection that is gone itself (the peer reset it, or it failed: TCP's own
+ * error is what the application reads) is the peer's doing, as a FIN is
+ * (NTBSMC_REASON_PEER_CLOSED): a client that aborts its connection mid-handshake
+ * (haproxy's backends, a load generator at its end) sent nothing malformed.
+ */
+static u32 hs_error_reason(struct sock *sk, int rc)
+{
+	switch (rc) {
+	case -EPROTO:
+		return NTBSMC_REASON_PROTOCOL;
+	case -ETIMEDOUT:
+		return NTBSMC_REASON_TIMEOUT;
+	case -ENOLINK:
+		return NTBSMC_REASON_LINK_DOWN;
+	case -ENOMEM:
+	case -ENOBUFS:
+		return NTBSMC_REASON_NO_MEMORY;
+	}
+	if (READ_ONCE(sk->sk_err) || READ_ONCE(sk->sk_state) == TCP_CLOSE)
+		return NTBSMC_REASON_PEER_CLOSED;
+	return NTBSMC_REASON_PROTOCOL;
+}
+
+/*
  * Ends the handshake: NTB mode (rc 0), plain TCP with a reason (rc > 0), or a
  * reset TCP connection (rc < 0: the handshake bytes can no longer be accounted
  * for, so neither end may fall back). Wakes everyone who waited for it.
@@ -368,8 +393,7 @@ static void ctx_finish(struct ntbsmc_sock *ctx, int rc)
 	if (rc < 0) {
 		if (rc == -EPROTO)
 			ntbsmc_stat_add(sock_net(sk), NTBSMC_STAT_HS_ERR, 1);
-		ctx->reason = rc == -ETIMEDOUT ? NTBSMC_REASON_TIMEOUT :
-			      rc == -ENOLINK ? NTBSMC_REASON_LINK_DOWN : NTBSMC_REASON_PROTOCOL;
+		ctx->reason = hs_error_reason(sk, rc);
 		net_info_ratelimited("ntbsmc: handshake of port %u with port %u failed (%d, reason %u): connection reset\n",
 				     ntohs(inet_sk(sk)->inet_sport), ntohs(inet_sk(sk)->inet_dport),
 				     rc, ctx->reason);

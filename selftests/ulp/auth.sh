@@ -19,7 +19,10 @@
 #     the recorded handshake replayed; each field and length of it mutated;
 #     a version-3 client. Every
 #     one is refused (declined auth, or reset where the framing is broken),
-#     none is accepted, no connection of host a ran over NTB.
+#     none is accepted, no connection of host a ran over NTB. Then clients
+#     that reset their connection mid-handshake (at once, and after the
+#     CHALLENGE), as haproxy does to its backends: the server counts each
+#     under peer_closed, none under protocol (nothing malformed came).
 #   - Against host b's client (finding 2): a forged server that claims to be
 #     host a; the recorded answers replayed (each once, 3 times in make
 #     stress); a version-3 server. Host b's client falls back with reason
@@ -163,7 +166,12 @@ if [ "$ROLE" = a ]; then
 	sk=$!
 	wait_for 90 "sink" pid_listening $sk $sink
 	auth_want=0
-	for kind in claim replay mutate legacy; do
+	for kind in claim replay mutate legacy abort; do
+		if [ $kind = abort ]; then
+			stats
+			fb_server_of closed0 peer_closed
+			fb_server_of proto0 protocol
+		fi
 		atk "$FORGE" client "$MY_IP" $sink --bind-addr $CLIENT_IP --bind-port $RAW_PORT \
 			--record "$rec" --attack $kind --slots $SLOTS --slot-step 32 >"$WORK/$kind.json" ||
 			check "forge client $kind failed: $(tail -3 "$WORK/$kind.json")" false
@@ -176,6 +184,16 @@ if [ "$ROLE" = a ]; then
 			[ "$(jfield "$s" accepted)" = 0 ]
 		check "$kind: no attempt made ($s)" [ "${n:-0}" -gt 0 ]
 		case $kind in
+		abort)
+			# A client's reset mid-handshake is the peer's close, as
+			# its FIN is (peer_closed), not a malformed message.
+			check "$kind: $(jfield "$s" aborted) of $n handshakes aborted" \
+				[ "$(jfield "$s" aborted)" = "$n" ]
+			wait_for 60 "the server's $n handshakes ended as peer_closed" \
+				fb_server_grew peer_closed $((closed0 + n))
+			fb_server_of proto protocol
+			check "$kind: server fallbacks with reason protocol $proto0 -> $proto, want none more" \
+				[ "$proto" = "$proto0" ] ;;
 		claim | replay)
 			check "$kind: $(jfield "$s" declined_auth) of $n declined with auth" \
 				[ "$(jfield "$s" declined_auth)" = "$n" ]

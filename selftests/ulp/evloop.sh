@@ -28,6 +28,11 @@ source "$REPO/selftests/ulp/lib.sh"
 test_phases ulp_setup ulp_cleanup_faults "$@"
 
 ulp_wait_active
+# Every connection must run over NTB (the loop's wakeups are what is tested):
+# a bound on a stalled handshake with room for a machine four times slower
+# than ours under load, not the default 2 s, whose timeouts (a correct
+# fallback) would come and go with the machine's load.
+sctl net.ntbsmc.handshake_timeout_ms=20000 || fail "cannot set handshake_timeout_ms"
 E=$REPO/selftests/ulp/evloop
 port=6900
 sget recheck_default net.ntbsmc.recheck_ms 2>/dev/null

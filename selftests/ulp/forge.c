@@ -28,7 +28,9 @@
  *          ... up to N of them, a made-up MAC),
  *          replay (the recorded HELLO and PROPOSAL verbatim), mutate (the
  *          recorded PROPOSAL with one field or its length altered), legacy (a
- *          version-3 client, whose handshake has no proof).
+ *          version-3 client, whose handshake has no proof), abort (a client
+ *          that resets its connection mid-handshake: at once, and after the
+ *          server's CHALLENGE; result "aborted").
  * server   a forged server for N honest clients: claim (the recorded server's
  *          identity and buffer, a made-up MAC; version 3's messages to an old
  *          client), replay (the recorded answers verbatim), legacy (version 3's
@@ -302,13 +304,13 @@ static struct {
  */
 enum got {
 	GOT_MSG, GOT_CLOSED, GOT_RESET, GOT_TIMEOUT, GOT_GARBAGE, GOT_DECLINED,
-	GOT_ACCEPTED, GOT_SKIPPED,
+	GOT_ACCEPTED, GOT_SKIPPED, GOT_ABORTED,
 };
 
 static const char *const got_names[] = {
 	[GOT_MSG] = "message", [GOT_CLOSED] = "closed", [GOT_RESET] = "reset",
 	[GOT_TIMEOUT] = "timeout", [GOT_GARBAGE] = "garbage", [GOT_DECLINED] = "declined",
-	[GOT_ACCEPTED] = "accepted", [GOT_SKIPPED] = "skipped",
+	[GOT_ACCEPTED] = "accepted", [GOT_SKIPPED] = "skipped", [GOT_ABORTED] = "aborted",
 };
 
 struct result {
@@ -319,7 +321,7 @@ struct result {
 };
 
 struct tally {
-	unsigned long attempts, accepted, declined_auth, declined_other, closed_or_reset;
+	unsigned long attempts, accepted, declined_auth, declined_other, closed_or_reset, aborted;
 };
 
 static double now(void)
@@ -910,14 +912,17 @@ static void count(struct tally *t, const struct result *r)
 		t->declined_other++;
 	else if (r->got == GOT_CLOSED || r->got == GOT_RESET)
 		t->closed_or_reset++;
+	else if (r->got == GOT_ABORTED)
+		t->aborted++;
 }
 
 static void print_tally(const char *kind, const struct tally *t)
 {
 	printf("{\"attack\": \"%s\", \"attempts\": %lu, \"accepted\": %lu, "
-	       "\"declined_auth\": %lu, \"declined_other\": %lu, \"closed_or_reset\": %lu}\n",
+	       "\"declined_auth\": %lu, \"declined_other\": %lu, \"closed_or_reset\": %lu, "
+	       "\"aborted\": %lu}\n",
 	       kind, t->attempts, t->accepted, t->declined_auth, t->declined_other,
-	       t->closed_or_reset);
+	       t->closed_or_reset, t->aborted);
 	fflush(stdout);
 }
 
@@ -1456,6 +1461,36 @@ static void attack_legacy(const struct addrinfo *ai, struct tally *t)
 	attempt(ai, &p, t);
 }
 
+/*
+ * Clients that reset their connection mid-handshake, as haproxy does to a
+ * backend connection whose client went: the server's handshake meets TCP's
+ * reset, which is no malformed message (its reason: peer_closed).
+ */
+static void attack_abort(const struct addrinfo *ai, struct tally *t)
+{
+	static const char *const cases[] = { "abort:connected", "abort:challenged" };
+	uint8_t answer[CLC_MAX_LEN];
+	struct plan p;
+	int i, fd;
+
+	plan_init(&p, NULL);	/* its HELLO only */
+	for (i = 0; i < 2; i++) {
+		struct result r = { .answer = "none", .got = GOT_RESET };
+
+		fd = connect_retry(ai, true);
+		if (fd >= 0) {
+			r.got = i ? send_by(fd, p.hello, sizeof(p.hello), now() + IO_S) : GOT_MSG;
+			if (r.got == GOT_MSG && i)
+				r.got = read_answer(fd, answer, &r);
+			if (r.got == GOT_MSG)
+				r.got = GOT_ABORTED;
+			rst_close(fd);
+		}
+		print_result(opt.attack, cases[i], &r);
+		count(t, &r);
+	}
+}
+
 static void attack_mutate(const struct addrinfo *ai, struct tally *t)
 {
 	static const long lens[] = { 0, 8, 4096, 65535 };
@@ -1524,6 +1559,8 @@ static void cmd_client(void)
 		attack_replay(ai, &t);
 	else if (!strcmp(opt.attack, "mutate"))
 		attack_mutate(ai, &t);
+	else if (!strcmp(opt.attack, "abort"))
+		attack_abort(ai, &t);
 	else
 		attack_legacy(ai, &t);
 	print_tally(opt.attack, &t);
@@ -1714,7 +1751,7 @@ static void __attribute__((noreturn)) usage(void)
 		"                   [--max-s S] [--swap accept]\n"
 		"       forge client ADDR PORT --bind-port P [--bind-addr A] --record DIR --attack KIND\n"
 		"                    [--slots N] [--slot-step S]\n"
-		"                    KIND: claim, replay, mutate, legacy\n"
+		"                    KIND: claim, replay, mutate, legacy, abort\n"
 		"       forge server LADDR LPORT --record DIR --attack KIND [--count N]\n"
 		"                    KIND: claim, replay, legacy\n"
 		"       forge probe ADDR PORT\n"
@@ -1733,7 +1770,7 @@ static const struct command {
 	{ "relay", 4, " --bind-port --bind-addr --record --max-s --swap ",
 	  " --bind-port --record ", " accept ", cmd_relay },
 	{ "client", 2, " --bind-port --bind-addr --record --attack --slots --slot-step ",
-	  " --bind-port --record --attack ", " claim replay mutate legacy ", cmd_client },
+	  " --bind-port --record --attack ", " claim replay mutate legacy abort ", cmd_client },
 	{ "server", 2, " --record --attack --count ", " --record --attack ",
 	  " claim replay legacy ", cmd_server },
 	{ "probe", 2, " ", " ", NULL, cmd_probe },

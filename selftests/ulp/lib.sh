@@ -160,6 +160,27 @@ fb_server_of() {
 	fi
 }
 
+# fb_both_of VAR REASON: this namespace's connections, client and server,
+# that fell back for REASON, from the counters stats read last.
+fb_both_of() {
+	local _re_c="\"fallback_client\": *\\{[^}]*\"$2\": *([0-9]+)" _n
+	fb_server_of _n "$2"
+	if [ "$_n" != missing ] && [[ $STATS =~ $_re_c ]]; then
+		printf -v "$1" %s $((_n + BASH_REMATCH[1]))
+	else
+		printf -v "$1" %s missing
+	fi
+}
+
+# fb_server_grew REASON N: this namespace's server connections that fell
+# back for REASON are N or more (it reads the counters: stats).
+fb_server_grew() {
+	local n
+	stats
+	fb_server_of n "$1"
+	[ "$n" != missing ] && [ "$n" -ge "$2" ]
+}
+
 # Waits until this host's NTB port is usable by ntbsmc.
 ulp_wait_active() {
 	wait_for 60 "ntbsmc link active on $NTB" dev_active

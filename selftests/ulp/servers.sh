@@ -20,8 +20,8 @@
 # In make stress, wrk's keep-alive connections to nginx go on, no request
 # failing, while host b's NTB port is unbound and bound again under them (they
 # move to TCP). In make stress also each wrk run over TCP beside it.
-# Every host's counters must show the bytes crossing NTB, no fallback and no
-# lost notification.
+# Every host's counters must show the bytes crossing NTB, no fallback (but of
+# clients gone mid-handshake, peer_closed) and no lost notification.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 
@@ -31,6 +31,10 @@ for p in nginx wrk haproxy memcached curl python3; do
 	command -v $p >/dev/null || fail "$p is not installed (selftests/vm/deps.sh installs it)"
 done
 ulp_wait_active
+# A bound on a stalled handshake with room for a machine four times slower
+# than ours under load, not the default 2 s: a handshake that times out falls
+# back (correctly), and how many do would depend on the machine's load.
+sctl net.ntbsmc.handshake_timeout_ms=20000 || fail "cannot set handshake_timeout_ms"
 RUNNER=$REPO/netlink-tool/ntbsmc_run
 NTB_PORT=8080 TCP_PORT=8090 PROXY_PORT=8070 MC_PORT=11211
 SECS=5
@@ -68,6 +72,7 @@ bounded() {
 stats
 tx0=${S[tx_bytes]-missing} rx0=${S[rx_bytes]-missing} tcp0=${S[conn_tcp]-missing} ntb0=${S[conn_ntb]-missing}
 lost0=${S[notify_lost]-missing}
+fb_both_of closed0 peer_closed
 
 www_files
 
@@ -312,14 +317,17 @@ check "NTB bytes sent: $((${S[tx_bytes]-missing} - tx0)), want > 1 MiB" \
 	[ $((${S[tx_bytes]-missing} - tx0)) -gt 1048576 ]
 check "NTB bytes received: $((${S[rx_bytes]-missing} - rx0)), want > 1 MiB" \
 	[ $((${S[rx_bytes]-missing} - rx0)) -gt 1048576 ]
-# A handshake may time out under emulation (thousands of them with
-# "Connection: close", one vCPU per VM): it falls back, byte-exact, and its
-# reason is shown; more than one in fifty connections fails. (Those of the
-# link-loss window, above, are not counted.)
+# No fallback but where the client went mid-handshake (peer_closed: wrk at
+# the end of its run, haproxy resetting a backend connection whose client
+# went): what those are depends on timing, and they are correct. Any other
+# reason is a failure. (Those of the link-loss window, above, are not
+# counted.)
 fb=$((${S[conn_tcp]-missing} - tcp0 - w_tcp)) nc=$((${S[conn_ntb]-missing} - ntb0 - w_ntb))
+fb_both_of closed peer_closed
+closed=$((closed - closed0))
 [ $fb = 0 ] || log "fallbacks: $(grep -o '"fallback_[a-z]*":{[^}]*}' <<<"$STATS" | tr '\n' ' ')"
-check "$fb of $((fb + nc)) connections fell back to TCP, want at most one in fifty" \
-	[ $((fb * 50)) -le $((fb + nc)) ]
+check "$((fb - closed)) of $((fb + nc)) connections fell back to TCP for a reason other than peer_closed ($closed did), want 0" \
+	[ $((fb - closed)) -le 0 ]
 check "$((${S[notify_lost]-missing} - lost0)) notifications lost (found by the re-check), want 0" \
 	[ "${S[notify_lost]-missing}" = "$lost0" ]
 [ -e "$WORK/rates" ] && sed "s/^/# [$ROLE] rates: /" "$WORK/rates"

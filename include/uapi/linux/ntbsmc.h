@@ -73,7 +73,8 @@ enum ntbsmc_mode {
  * @NTBSMC_REASON_PROTOCOL: the peer sent a malformed handshake message
  * @NTBSMC_REASON_FASTOPEN: the application sent data in the SYN (TCP Fast Open),
  *	where the handshake's first message must go
- * @NTBSMC_REASON_PEER_CLOSED: the peer closed the connection during the handshake
+ * @NTBSMC_REASON_PEER_CLOSED: the peer closed or reset the connection during the
+ *	handshake (the application reads EOF, or TCP's error)
  * @NTBSMC_REASON_DISCONNECTED: connect(AF_UNSPEC) ended the connection; the
  *	socket's later connections are plain TCP
  * @NTBSMC_REASON_CONGESTED: the server had net.ntbsmc.max_handshakes handshakes
