@@ -21,7 +21,8 @@
 #             before the next epoch begins, and that epoch's streams are intact
 #             (before 'dma: wait for every channel being killed', the epoch
 #             began first and the engine wrote into it)
-# After each: every pinned page released.
+# make check runs the ring and the link loss on plx only (ioat's in make
+# stress). After each: every pinned page released.
 source "$REPO/selftests/lib.sh"
 source "$REPO/selftests/ulp/lib.sh"
 source "$REPO/selftests/dma/lib.sh"
@@ -187,6 +188,12 @@ for prof in $PROFILES; do
 	check "$prof-timeout: DMA writes redone by the CPU on both hosts: $redone" \
 		[ "$redone" -ge 1 ]
 	wait_for 10 "every pinned page released" pins_balanced
+
+	# make check: what differs between the engines is what a release does
+	# with the descriptors queued (plx_dma calls them back aborted, ioatdma
+	# drops them), which the timeout rounds show; the ring and the link loss
+	# run on plx, the target's engine, and on ioat in make stress.
+	[ "$prof" = plx ] || stress_tier || continue
 
 	# Four streams of 1 MiB buffers against a ring of 40 descriptors.
 	engine "$prof-ring" "$prof" ring=40
