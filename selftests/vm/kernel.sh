@@ -38,6 +38,9 @@ esac
 [ -f "$sel/config.$series" ] && frags+=("$sel/config.$series")
 
 tarball=/usr/src/linux-source-$series.tar.xz
+# (only the series a command builds is installed: make check's one, make
+# stress's second, make bench's)
+[ -f "$tarball" ] || "$here/deps.sh" --kernel "$series" || exit 1
 if [ ! -f "$tarball" ]; then
 	echo "kernel.sh: $tarball missing (apt-get install linux-source-$series)" >&2
 	exit 1
