@@ -514,6 +514,8 @@ case " $BOOTS " in
 *" pkg "*) "$REPO/debian/deps.sh" || exit 1 ;;
 esac
 make -s -C "$REPO" tools || exit 1
+# (the main shell's own run directory: its guests' are the boots')
+RUN=$TOP
 trap vm_cleanup EXIT
 pids=()
 case " $BOOTS " in
