@@ -209,7 +209,7 @@ if [ "$ROLE" = a ]; then
 	auth=$(fb_server auth)
 	check "server fallbacks with reason auth: $auth, want $auth_want" \
 		[ "${auth/missing/0}" -ge "$auth_want" ]
-	barrier server-attacked 300
+	barrier server-attacked 900
 
 	# A forged server for host b's honest client.
 	for kind in claim replay legacy; do
@@ -219,7 +219,7 @@ if [ "$ROLE" = a ]; then
 		f=$!
 		wait_for 90 "forged server" pid_listening $f $RAW_PORT
 		put fsrv-$kind "$count"
-		barrier fsrv-$kind-done 300
+		barrier fsrv-$kind-done 900
 		wait $f || check "forge server $kind failed: $(tail -3 "$WORK/fsrv-$kind.json")" false
 		s=$(summary "$WORK/fsrv-$kind.json" $kind)
 		log "against the client, $kind: $s"
@@ -238,7 +238,7 @@ if [ "$ROLE" = a ]; then
 	wait_for 90 "swap sink" pid_listening $ss $swap_port
 	wait_for 90 "swap relay" pid_listening $sr $RAW_PORT
 	barrier swap-listening
-	barrier swap-done 300
+	barrier swap-done 900
 	wait $sr || check "swap relay failed: $(tail -3 "$WORK/swap.json")" false
 	wait $ss || check "swap sink failed: $(tail -3 "$WORK/swap-sink.json")" false
 	log "swap relay: $(tr '\n' ' ' <"$WORK/swap.json")"
@@ -247,7 +247,7 @@ if [ "$ROLE" = a ]; then
 	check "swap: the server's end ran over ${O[mode]-missing}, want tcp" \
 		[ "${O[mode]-missing}" = tcp ]
 else
-	barrier server-attacked 300
+	barrier server-attacked 900
 	for kind in claim replay legacy; do
 		count=$(get fsrv-$kind)
 		for i in $(seq "$count"); do
@@ -260,7 +260,7 @@ else
 		log "after the forged server $kind: $(cli dev show "$NTB" | tr '\n' ' ')"
 		check "forged server $kind: buffers $(dev_field buffers) (want $buf0), held $(dev_field held), orphans $(dev_field orphans)" \
 			holds_nothing_more
-		barrier fsrv-$kind-done 300
+		barrier fsrv-$kind-done 900
 	done
 
 	re='"fallback_client": *\{[^}]*"auth": *([0-9]+)'
@@ -275,7 +275,7 @@ else
 	check "swap: client ${O[mode]-missing}/${O[reason]-missing}, want tcp" \
 		[ "${O[mode]-missing}" = tcp ]
 	log "after the swap: $(cli dev show "$NTB" | tr '\n' ' ')"
-	barrier swap-done 300
+	barrier swap-done 900
 fi
 barrier attacks-done
 touch "$DONE"
@@ -344,14 +344,14 @@ wire_case confirm 6208 b
 
 # An honest connection afterwards gets a buffer and runs over NTB.
 if [ "$ROLE" = a ]; then
-	barrier honest-done 300
+	barrier honest-done 900
 	kill $sk 2>/dev/null
 else
 	out=$(inns "$FORGE" probe "$PEER_IP" $sink | head -1); jmap O "$out"
 	log "honest probe: $out"
 	check "honest connection after the attacks: ${O[mode]-missing}/${O[reason]-missing}, want ntb/none" \
 		[ "${O[mode]-missing}" = ntb ]
-	barrier honest-done 300
+	barrier honest-done 900
 fi
 
 if [ "$ROLE" = a ]; then
